@@ -1,0 +1,345 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	// readAhead bounds how many parsed requests may wait behind the one
+	// being handled. Handling stays strictly sequential (Kafka mutes a
+	// channel for the same reason: idempotent produce sequences must
+	// arrive in order); reading ahead only hides network latency.
+	readAhead = 8
+	// ioBufferSize is the size of each connection's bufio reader and writer.
+	ioBufferSize = 32 << 10
+	// keepBufferMax: a response buffer grown beyond this is dropped after
+	// use, so one large fetch does not pin memory for the connection's life.
+	keepBufferMax = 1 << 20
+)
+
+// errFrameSize is the protocol error for a size prefix outside
+// [0, socket.request.max.bytes].
+var errFrameSize = errors.New("request frame size out of bounds")
+
+// conn is one client connection. Two goroutines serve it: a reader that
+// frames and parses requests into a bounded queue, and the worker (the
+// goroutine running serve) that handles them one at a time and writes the
+// responses in order. An optional third closes it when idle.
+type conn struct {
+	s        *Server
+	listener string
+	nc       net.Conn
+	log      *slog.Logger
+
+	cancel context.CancelFunc
+
+	closeOnce   sync.Once
+	closeReason string // set once, under closeOnce
+	closeErr    error
+
+	// readEnd says why the reader stopped; written before the queue is
+	// closed, read by the worker after it drains the queue.
+	readEnd    string
+	readEndErr error
+
+	lastActive atomic.Int64 // unix nanoseconds of the last byte read or response written
+	inflight   atomic.Int32 // requests read and not yet answered
+	served     atomic.Int64 // requests handled, for the close log
+
+	wbuf []byte // response encoding buffer, reused by the worker
+}
+
+func newConn(s *Server, listener string, nc net.Conn) *conn {
+	c := &conn{s: s, listener: listener, nc: nc}
+	c.log = s.log.With("listener", listener, "remote", nc.RemoteAddr().String())
+	c.lastActive.Store(time.Now().UnixNano())
+	return c
+}
+
+// serve runs the connection until the client leaves, a protocol error or
+// handler error occurs, it idles out, or parent is cancelled. It returns
+// only after the reader and any running handler have returned.
+func (c *conn) serve(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	c.cancel = cancel
+	defer cancel()
+	c.log.Debug("connection opened", "local", c.nc.LocalAddr().String())
+
+	// Stopping the server cancels parent; close the socket so that a
+	// reader blocked in Read and a worker blocked in Write wake up.
+	stopWatch := context.AfterFunc(ctx, func() { c.shutdown("server stopping", nil) })
+	defer stopWatch()
+
+	var helpers sync.WaitGroup
+	queue := make(chan parsed, readAhead)
+	helpers.Add(1)
+	go func() {
+		defer helpers.Done()
+		c.readLoop(ctx, queue)
+	}()
+	if idle := c.s.cfg.ConnectionsMaxIdle; idle > 0 {
+		helpers.Add(1)
+		go func() {
+			defer helpers.Done()
+			c.idleLoop(ctx, idle)
+		}()
+	}
+
+	c.work(ctx, queue)
+	helpers.Wait()
+	c.log.Debug("connection closed", "reason", c.closeReason, "err", c.closeErr, "requests", c.served.Load())
+}
+
+// shutdown closes the connection once, recording the first reason given.
+func (c *conn) shutdown(reason string, err error) {
+	c.closeOnce.Do(func() {
+		c.closeReason, c.closeErr = reason, err
+		c.cancel()
+		// The close error carries nothing useful: the peer may already be
+		// gone, and we are discarding the connection either way.
+		_ = c.nc.Close()
+	})
+}
+
+// readLoop frames and parses requests until the connection ends or a
+// request is unusable; an unusable one is queued as an error so that the
+// requests before it are still answered in order, then reading stops.
+func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
+	defer close(queue)
+	br := bufio.NewReaderSize(activityReader{r: c.nc, last: &c.lastActive}, ioBufferSize)
+	for {
+		frame, err := readFrame(br, c.s.cfg.MaxRequestBytes)
+		if err != nil {
+			if !errors.Is(err, errFrameSize) {
+				c.readEnd, c.readEndErr = "read ended", err
+				if errors.Is(err, io.EOF) {
+					c.readEnd, c.readEndErr = "closed by client", nil
+				}
+				return
+			}
+			frame = nil
+		}
+		c.inflight.Add(1)
+		p := parsed{err: err}
+		if err == nil {
+			p = c.parse(frame)
+		}
+		select {
+		case queue <- p:
+		case <-ctx.Done():
+			c.readEnd = "server stopping"
+			return
+		}
+		if p.err != nil {
+			c.readEnd = "protocol error"
+			return
+		}
+	}
+}
+
+// parse runs parseRequest, turning a panic in decoding into an error for
+// this connection alone.
+func (c *conn) parse(frame []byte) (p parsed) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("panic decoding request", "panic", r, "stack", string(debug.Stack()))
+			p = parsed{err: fmt.Errorf("panic decoding request: %v", r)}
+		}
+	}()
+	return parseRequest(frame, c.s.versions)
+}
+
+// readFrame reads one size-prefixed frame. The size is checked against
+// max before the frame is allocated, so a hostile prefix costs nothing.
+// A clean end of stream between frames is io.EOF.
+func readFrame(r io.Reader, max int32) ([]byte, error) {
+	var prefix [4]byte
+	if _, err := io.ReadFull(r, prefix[:]); err != nil {
+		return nil, err
+	}
+	size := int32(binary.BigEndian.Uint32(prefix[:]))
+	if size < 0 || size > max {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", errFrameSize, size, max)
+	}
+	frame := make([]byte, size)
+	if _, err := io.ReadFull(r, frame); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("read %d-byte frame: %w", size, err)
+	}
+	return frame, nil
+}
+
+// work handles queued requests in arrival order and writes each response
+// before taking the next request.
+func (c *conn) work(ctx context.Context, queue <-chan parsed) {
+	bw := bufio.NewWriterSize(c.nc, ioBufferSize)
+	defer func() {
+		// Drain so a reader blocked on a full queue can finish.
+		for range queue {
+		}
+	}()
+	for p := range queue {
+		if ctx.Err() != nil {
+			c.shutdown("server stopping", nil)
+			return
+		}
+		if p.err != nil {
+			c.log.Warn("closing connection on protocol error",
+				"api_key", p.hdr.APIKey, "api_version", p.hdr.APIVersion,
+				"correlation_id", p.hdr.CorrelationID, "client_id", p.hdr.ClientID, "err", p.err)
+			c.shutdown("protocol error", p.err)
+			return
+		}
+		resp, reason, err := c.respond(ctx, p)
+		if err != nil {
+			c.shutdown(reason, err)
+			return
+		}
+		if resp != nil {
+			if err := c.writeResponse(bw, p.hdr, resp); err != nil {
+				c.shutdown("write failed", err)
+				return
+			}
+		}
+		c.served.Add(1)
+		c.lastActive.Store(time.Now().UnixNano())
+		c.inflight.Add(-1)
+	}
+	// The reader closed the queue, so its reason is visible here.
+	c.shutdown(c.readEnd, c.readEndErr)
+}
+
+// respond produces the response for one parsed request: ApiVersions is
+// answered here, everything else by the Handler. A handler panic or error
+// is returned with the reason to log; the connection then closes.
+func (c *conn) respond(ctx context.Context, p parsed) (resp kmsg.Response, reason string, err error) {
+	if p.apiVersionsFallback {
+		c.log.Debug("ApiVersions version unsupported; answering in v0 format",
+			"api_version", p.hdr.APIVersion, "client_id", p.hdr.ClientID)
+		return c.s.versions.apiVersionsResponse(0, true), "", nil
+	}
+	if p.hdr.APIKey == apiVersionsKey {
+		return c.s.versions.apiVersionsResponse(p.hdr.APIVersion, false), "", nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("handler panic", "api_key", p.hdr.APIKey, "api_version", p.hdr.APIVersion,
+				"panic", r, "stack", string(debug.Stack()))
+			resp, reason, err = nil, "handler panic", fmt.Errorf("handler panic: %v", r)
+		}
+	}()
+	rc := &RequestContext{
+		ClientID:      p.hdr.ClientID,
+		CorrelationID: p.hdr.CorrelationID,
+		Listener:      c.listener,
+		RemoteAddr:    c.nc.RemoteAddr(),
+		LocalAddr:     c.nc.LocalAddr(),
+	}
+	resp, err = c.s.handler.Handle(ctx, rc, p.req)
+	if err != nil {
+		return nil, "handler error", fmt.Errorf("handle %s v%d: %w",
+			kmsg.NameForKey(p.hdr.APIKey), p.hdr.APIVersion, err)
+	}
+	if resp == nil {
+		return nil, "", nil
+	}
+	if resp.Key() != p.hdr.APIKey {
+		return nil, "handler error", fmt.Errorf("handler answered %s with a %s response",
+			kmsg.NameForKey(p.hdr.APIKey), kmsg.NameForKey(resp.Key()))
+	}
+	// The response is encoded at the request's version whatever the
+	// handler left in it: the client decodes by the version it sent.
+	resp.SetVersion(p.hdr.APIVersion)
+	return resp, "", nil
+}
+
+// writeResponse frames and writes one response and flushes it. The header
+// is the correlation id, plus an empty tagged-field section for flexible
+// responses (header v1) except ApiVersions, whose response header is
+// always v0 so that a client can read it before knowing our versions.
+func (c *conn) writeResponse(bw *bufio.Writer, h header, resp kmsg.Response) error {
+	buf := append(c.wbuf[:0], 0, 0, 0, 0)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(h.CorrelationID))
+	if resp.IsFlexible() && h.APIKey != apiVersionsKey {
+		buf = append(buf, 0)
+	}
+	buf = resp.AppendTo(buf)
+	if len(buf)-4 > math.MaxInt32 {
+		return fmt.Errorf("response to %s v%d is %d bytes, too large to frame",
+			kmsg.NameForKey(h.APIKey), h.APIVersion, len(buf)-4)
+	}
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	if idle := c.s.cfg.ConnectionsMaxIdle; idle > 0 {
+		// A client that stops reading must not pin the worker forever.
+		if err := c.nc.SetWriteDeadline(time.Now().Add(idle)); err != nil {
+			return fmt.Errorf("set write deadline: %w", err)
+		}
+	}
+	if _, err := bw.Write(buf); err != nil {
+		return fmt.Errorf("write response to correlation id %d: %w", h.CorrelationID, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("flush response to correlation id %d: %w", h.CorrelationID, err)
+	}
+	if cap(buf) <= keepBufferMax {
+		c.wbuf = buf[:0]
+	} else {
+		c.wbuf = nil
+	}
+	return nil
+}
+
+// idleLoop closes the connection once it has had no request in progress
+// and no traffic for idle (connections.max.idle.ms).
+func (c *conn) idleLoop(ctx context.Context, idle time.Duration) {
+	t := time.NewTimer(idle)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if c.inflight.Load() > 0 {
+			t.Reset(idle)
+			continue
+		}
+		since := time.Since(time.Unix(0, c.lastActive.Load()))
+		if since >= idle {
+			c.shutdown("idle timeout", fmt.Errorf("no traffic for %v (connections.max.idle.ms %v)", since.Round(time.Millisecond), idle))
+			return
+		}
+		t.Reset(idle - since)
+	}
+}
+
+// activityReader records the time of every successful read, which is
+// what the idle check measures.
+type activityReader struct {
+	r    io.Reader
+	last *atomic.Int64
+}
+
+func (a activityReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 {
+		a.last.Store(time.Now().UnixNano())
+	}
+	return n, err
+}

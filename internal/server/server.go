@@ -1,0 +1,254 @@
+// Package server is the broker's network layer: it binds the listeners,
+// runs one connection loop per client, frames and parses Kafka requests
+// (header v1/v2, bodies decoded by kmsg), answers ApiVersions itself and
+// hands every other request to a Handler, one at a time per connection.
+// It holds no business logic.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes default, used
+// when Config.MaxRequestBytes is not positive.
+const DefaultMaxRequestBytes int32 = 104857600
+
+// Handler serves decoded requests.
+type Handler interface {
+	// Handle serves one decoded request. A nil response with nil error means
+	// "send nothing" (Produce with acks=0). An error closes the connection.
+	Handle(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error)
+}
+
+// RequestContext describes where a request came from.
+type RequestContext struct {
+	ClientID      string
+	CorrelationID int32
+	Listener      string // listener name the connection came in on
+	RemoteAddr    net.Addr
+	LocalAddr     net.Addr
+}
+
+// Listener is one named address to accept connections on.
+type Listener struct {
+	Name string
+	Addr string // host:port, port may be 0
+}
+
+// Config configures a Server.
+type Config struct {
+	Listeners []Listener
+	// MaxRequestBytes is socket.request.max.bytes: a frame announcing more
+	// closes the connection before anything is allocated. Not positive
+	// means DefaultMaxRequestBytes.
+	MaxRequestBytes int32
+	// ConnectionsMaxIdle is connections.max.idle.ms: a connection with no
+	// request in progress and no traffic for this long is closed. Not
+	// positive disables the check.
+	ConnectionsMaxIdle time.Duration
+	// APIs maps an API key to the [min, max] versions the handler supports;
+	// max is capped at kmsg's max. ApiVersions (18) is answered by the
+	// server and added if missing, with kmsg's full range.
+	APIs map[int16][2]int16
+}
+
+// Server accepts connections on its listeners and serves them.
+type Server struct {
+	cfg       Config
+	versions  *versionTable
+	handler   Handler
+	log       *slog.Logger
+	listeners []boundListener
+
+	mu       sync.Mutex
+	serving  bool
+	closed   bool
+	stopping chan struct{} // closed by Close
+	conns    sync.WaitGroup
+}
+
+type boundListener struct {
+	name string
+	ln   net.Listener
+}
+
+// New validates cfg and binds every listener, so that Addr is meaningful
+// before Serve starts.
+func New(cfg Config, h Handler, logger *slog.Logger) (*Server, error) {
+	if h == nil {
+		return nil, errors.New("new server: nil handler")
+	}
+	if len(cfg.Listeners) == 0 {
+		return nil, errors.New("new server: no listeners")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	versions, err := newVersionTable(cfg.APIs)
+	if err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
+	s := &Server{
+		cfg:      cfg,
+		versions: versions,
+		handler:  h,
+		log:      logger,
+		stopping: make(chan struct{}),
+	}
+	seen := make(map[string]bool, len(cfg.Listeners))
+	for _, l := range cfg.Listeners {
+		if seen[l.Name] {
+			s.closeListeners()
+			return nil, fmt.Errorf("new server: duplicate listener name %q", l.Name)
+		}
+		seen[l.Name] = true
+		ln, err := net.Listen("tcp", l.Addr)
+		if err != nil {
+			s.closeListeners()
+			return nil, fmt.Errorf("new server: listen %s on %s: %w", l.Name, l.Addr, err)
+		}
+		s.listeners = append(s.listeners, boundListener{name: l.Name, ln: ln})
+	}
+	return s, nil
+}
+
+// Addr returns the bound address of the named listener (with port 0
+// resolved), or nil if there is no such listener.
+func (s *Server) Addr(listener string) net.Addr {
+	for _, l := range s.listeners {
+		if l.name == listener {
+			return l.ln.Addr()
+		}
+	}
+	return nil
+}
+
+// Serve accepts and serves connections until ctx is done or Close is
+// called; then it closes the listeners and every connection, waits for
+// running handlers to return, and returns nil. It returns an error if an
+// accept fails for good or if the server was already serving or closed.
+func (s *Server) Serve(ctx context.Context) error {
+	s.mu.Lock()
+	if s.serving || s.closed {
+		s.mu.Unlock()
+		return errors.New("serve: server already serving or closed")
+	}
+	s.serving = true
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.stopping:
+			cancel()
+		}
+	}()
+
+	errc := make(chan error, len(s.listeners))
+	var accepts sync.WaitGroup
+	for _, l := range s.listeners {
+		accepts.Add(1)
+		go func() {
+			defer accepts.Done()
+			if err := s.acceptLoop(ctx, l); err != nil {
+				errc <- err
+				cancel()
+			}
+		}()
+	}
+	<-ctx.Done()
+	s.closeListeners()
+	accepts.Wait()
+	// Connections watch ctx and close themselves; wait for their
+	// handlers so the caller may tear down what handlers use.
+	s.conns.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+// Close stops the server: listeners and connections are closed as if
+// Serve's context were cancelled. It does not wait for handlers; Serve
+// returns once they are done.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	close(s.stopping)
+	if !s.serving {
+		return s.closeListeners()
+	}
+	return nil
+}
+
+func (s *Server) closeListeners() error {
+	var errs []error
+	for _, l := range s.listeners {
+		if err := l.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("close listener %s: %w", l.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// acceptLoop accepts connections on one listener until it is closed.
+// Temporary failures (out of file descriptors) are retried with backoff,
+// as one busy moment must not take the listener down.
+func (s *Server) acceptLoop(ctx context.Context, l boundListener) error {
+	var backoff time.Duration
+	for {
+		nc, err := l.ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "listener", l.name, "err", err, "backoff", backoff)
+				t := time.NewTimer(backoff)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return nil
+				case <-t.C:
+				}
+				continue
+			}
+			return fmt.Errorf("accept on listener %s: %w", l.name, err)
+		}
+		backoff = 0
+		s.conns.Add(1)
+		go func() {
+			defer s.conns.Done()
+			newConn(s, l.name, nc).serve(ctx)
+		}()
+	}
+}
+
+// isTemporary reports whether an accept error is worth retrying. The
+// Temporary method is deprecated in general but still the signal net uses
+// for EMFILE/ENFILE/ECONNABORTED on accept.
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
