@@ -23,7 +23,12 @@
 // needs no new checksum; switching to LogAppendTime does.
 package recordbatch
 
-import "errors"
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
 
 // HeaderSize is the size of the fixed batch header.
 const HeaderSize = 61
@@ -65,24 +70,91 @@ type Header struct {
 	RecordCount          int32
 }
 
+
+// Field offsets within the header.
+const (
+	offBaseOffset      = 0
+	offLength          = 8
+	offLeaderEpoch     = 12
+	offMagic           = 16
+	offCRC             = 17
+	offAttributes      = 21
+	offLastOffsetDelta = 23
+	offBaseTimestamp   = 27
+	offMaxTimestamp    = 35
+	offProducerID      = 43
+	offProducerEpoch   = 51
+	offBaseSequence    = 53
+	offRecordCount     = 57
+
+	// lengthFieldEnd is where batchLength starts counting.
+	lengthFieldEnd = offLeaderEpoch
+	// minLength is the smallest batchLength: a header with no records.
+	minLength = HeaderSize - lengthFieldEnd
+
+	attrCompressionMask = 0x07
+	attrLogAppendTime   = 0x08
+	attrTransactional   = 0x10
+	attrControl         = 0x20
+)
+
+// castagnoli is read-only after package initialisation.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // Size is the whole batch's size in bytes (12 + Length).
-func (h Header) Size() int64 { panic("TODO") }
+func (h Header) Size() int64 { return lengthFieldEnd + int64(h.Length) }
 
 // LastOffset is BaseOffset + LastOffsetDelta.
-func (h Header) LastOffset() int64 { panic("TODO") }
+func (h Header) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
 
-func (h Header) Compression() Compression { panic("TODO") }
-func (h Header) LogAppendTime() bool      { panic("TODO") }
-func (h Header) Transactional() bool      { panic("TODO") }
-func (h Header) Control() bool            { panic("TODO") }
+func (h Header) Compression() Compression { return Compression(h.Attributes & attrCompressionMask) }
+func (h Header) LogAppendTime() bool      { return h.Attributes&attrLogAppendTime != 0 }
+func (h Header) Transactional() bool      { return h.Attributes&attrTransactional != 0 }
+func (h Header) Control() bool            { return h.Attributes&attrControl != 0 }
 
 // ParseHeader decodes the header at the start of b without checking the CRC.
 // It fails with ErrCorrupt if b is shorter than HeaderSize, the magic is not
 // 2, or Length is below the minimum (HeaderSize-12).
-func ParseHeader(b []byte) (Header, error) { panic("TODO") }
+func ParseHeader(b []byte) (Header, error) {
+	if len(b) < HeaderSize {
+		return Header{}, fmt.Errorf("%w: %d bytes, header needs %d", ErrCorrupt, len(b), HeaderSize)
+	}
+	be := binary.BigEndian
+	h := Header{
+		BaseOffset:           int64(be.Uint64(b[offBaseOffset:])),
+		Length:               int32(be.Uint32(b[offLength:])),
+		PartitionLeaderEpoch: int32(be.Uint32(b[offLeaderEpoch:])),
+		Magic:                int8(b[offMagic]),
+		CRC:                  be.Uint32(b[offCRC:]),
+		Attributes:           int16(be.Uint16(b[offAttributes:])),
+		LastOffsetDelta:      int32(be.Uint32(b[offLastOffsetDelta:])),
+		BaseTimestamp:        int64(be.Uint64(b[offBaseTimestamp:])),
+		MaxTimestamp:         int64(be.Uint64(b[offMaxTimestamp:])),
+		ProducerID:           int64(be.Uint64(b[offProducerID:])),
+		ProducerEpoch:        int16(be.Uint16(b[offProducerEpoch:])),
+		BaseSequence:         int32(be.Uint32(b[offBaseSequence:])),
+		RecordCount:          int32(be.Uint32(b[offRecordCount:])),
+	}
+	if h.Magic != 2 {
+		return h, fmt.Errorf("%w: magic %d, want 2", ErrCorrupt, h.Magic)
+	}
+	if h.Length < minLength {
+		return h, fmt.Errorf("%w: batch length %d below minimum %d", ErrCorrupt, h.Length, minLength)
+	}
+	return h, nil
+}
 
 // CheckCRC verifies the CRC-32C of the single batch b.
-func CheckCRC(b []byte) error { panic("TODO") }
+func CheckCRC(b []byte) error {
+	if len(b) < HeaderSize {
+		return fmt.Errorf("%w: %d bytes, header needs %d", ErrCorrupt, len(b), HeaderSize)
+	}
+	want := binary.BigEndian.Uint32(b[offCRC:])
+	if got := crc32.Checksum(b[offAttributes:], castagnoli); got != want {
+		return fmt.Errorf("%w: crc %08x, header says %08x", ErrCorrupt, got, want)
+	}
+	return nil
+}
 
 // Validate checks that b is exactly one well-formed batch, as a producer
 // must send it: header sane, size matches, CRC right, recordCount ==
@@ -90,57 +162,91 @@ func CheckCRC(b []byte) error { panic("TODO") }
 // baseSequence -1 ...). For uncompressed batches the records are walked and
 // their count and offset deltas checked; compressed ones are decompressed
 // and walked too. Errors wrap ErrCorrupt or ErrInvalidRecord.
-func Validate(b []byte) (Header, error) { panic("TODO") }
+//
+// Control batches are not rejected here: whether a caller may write them
+// (clients may not, coordinators may) is the broker's decision.
+func Validate(b []byte) (Header, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return h, err
+	}
+	if h.Size() != int64(len(b)) {
+		return h, fmt.Errorf("%w: batch size %d, have %d bytes", ErrCorrupt, h.Size(), len(b))
+	}
+	if err := CheckCRC(b); err != nil {
+		return h, err
+	}
+	if h.RecordCount <= 0 {
+		return h, fmt.Errorf("%w: record count %d", ErrInvalidRecord, h.RecordCount)
+	}
+	if int64(h.RecordCount) != int64(h.LastOffsetDelta)+1 {
+		return h, fmt.Errorf("%w: record count %d, last offset delta %d", ErrInvalidRecord, h.RecordCount, h.LastOffsetDelta)
+	}
+	if err := checkProducer(h); err != nil {
+		return h, err
+	}
+	if err := walkRecords(b, h, nil); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// checkProducer applies Kafka's rules tying producer id, sequence and the
+// transactional flag together.
+func checkProducer(h Header) error {
+	switch {
+	case h.ProducerID == -1 && h.BaseSequence != -1:
+		return fmt.Errorf("%w: base sequence %d without producer id", ErrInvalidRecord, h.BaseSequence)
+	case h.ProducerID < -1:
+		return fmt.Errorf("%w: producer id %d", ErrInvalidRecord, h.ProducerID)
+	case h.ProducerID >= 0 && h.BaseSequence < 0:
+		return fmt.Errorf("%w: base sequence %d with producer id %d", ErrInvalidRecord, h.BaseSequence, h.ProducerID)
+	case h.Transactional() && h.ProducerID < 0:
+		return fmt.Errorf("%w: transactional batch without producer id", ErrInvalidRecord)
+	}
+	return nil
+}
 
 // Split walks a concatenation of batches (a produce request's or a segment's
 // bytes) and calls fn for each with its bytes and header. A trailing partial
 // batch or a bad header stops it with an error wrapping ErrCorrupt that
-// gives the byte position.
-func Split(b []byte, fn func(batch []byte, h Header) error) error { panic("TODO") }
+// gives the byte position. An error from fn stops the walk and is returned
+// as is. CRCs are not checked: callers that need it call CheckCRC.
+func Split(b []byte, fn func(batch []byte, h Header) error) error {
+	for pos := 0; pos < len(b); {
+		h, err := ParseHeader(b[pos:])
+		if err != nil {
+			return fmt.Errorf("batch at byte %d: %w", pos, err)
+		}
+		size := h.Size()
+		if size > int64(len(b)-pos) {
+			return fmt.Errorf("batch at byte %d: %w: size %d, only %d bytes left", pos, ErrCorrupt, size, len(b)-pos)
+		}
+		end := pos + int(size)
+		if err := fn(b[pos:end:end], h); err != nil {
+			return err
+		}
+		pos = end
+	}
+	return nil
+}
 
 // SetBaseOffset patches baseOffset in place.
-func SetBaseOffset(b []byte, offset int64) { panic("TODO") }
+func SetBaseOffset(b []byte, offset int64) {
+	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(offset))
+}
 
 // SetPartitionLeaderEpoch patches partitionLeaderEpoch in place.
-func SetPartitionLeaderEpoch(b []byte, epoch int32) { panic("TODO") }
+func SetPartitionLeaderEpoch(b []byte, epoch int32) {
+	binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(epoch))
+}
 
 // SetLogAppendTime sets the timestamp-type bit, maxTimestamp = ts and
 // recomputes the CRC, in place.
-func SetLogAppendTime(b []byte, ts int64) { panic("TODO") }
-
-// Record is one decoded record.
-type Record struct {
-	OffsetDelta    int32
-	TimestampDelta int64
-	Key            []byte // nil = null key
-	Value          []byte // nil = null value (tombstone)
-	Headers        []RecordHeader
+func SetLogAppendTime(b []byte, ts int64) {
+	be := binary.BigEndian
+	attrs := be.Uint16(b[offAttributes:]) | attrLogAppendTime
+	be.PutUint16(b[offAttributes:], attrs)
+	be.PutUint64(b[offMaxTimestamp:], uint64(ts))
+	be.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 }
-
-// RecordHeader is one record header.
-type RecordHeader struct {
-	Key   string
-	Value []byte
-}
-
-// Records decodes (decompressing if needed) the records of batch b.
-// Snappy is accepted raw and in xerial framing.
-func Records(b []byte) ([]Record, error) { panic("TODO") }
-
-// Builder options for Build.
-type BuildOptions struct {
-	BaseOffset    int64
-	BaseTimestamp int64 // ms
-	Compression   Compression
-	ProducerID    int64 // -1 for none
-	ProducerEpoch int16 // -1 for none
-	BaseSequence  int32 // -1 for none
-	LeaderEpoch   int32
-	Transactional bool
-	LogAppendTime bool
-}
-
-// Build encodes records into one batch with a correct CRC. Used by tests
-// and by the CLI-free parts of the broker that must write batches. Record
-// OffsetDelta fields are ignored: records get deltas 0..n-1.
-func Build(opts BuildOptions, records []Record) ([]byte, error) { panic("TODO") }
