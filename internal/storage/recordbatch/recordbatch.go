@@ -70,7 +70,6 @@ type Header struct {
 	RecordCount          int32
 }
 
-
 // Field offsets within the header.
 const (
 	offBaseOffset      = 0
