@@ -5,40 +5,177 @@
 // It is persisted in leader-epoch-checkpoint on every change.
 package leaderepoch
 
-import "github.com/weir-project/weir/internal/storage/checkpoint"
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/weir-project/weir/internal/storage/checkpoint"
+)
+
+// Undefined is Kafka's UNDEFINED_EPOCH / UNDEFINED_EPOCH_OFFSET (-1).
+const Undefined = -1
 
 // Cache is safe for concurrent use.
-type Cache struct{}
-
-// Open loads path (missing = empty).
-func Open(path string) (*Cache, error) { panic("TODO") }
-
-// Assign records that epoch starts at startOffset. Ignored if epoch is not
-// newer than the latest (same epoch: no-op) or startOffset is below the
-// latest entry's start offset. Persists on change.
-func (c *Cache) Assign(epoch int32, startOffset int64) error { panic("TODO") }
-
-// Latest returns the latest epoch and its start offset; ok=false if empty.
-func (c *Cache) Latest() (epoch int32, startOffset int64, ok bool) { panic("TODO") }
-
-// EndOffsetFor answers OffsetsForLeaderEpoch for a requested epoch given
-// the log end offset: the largest epoch <= requested and the start offset
-// of the next epoch after it (or logEndOffset if it is the latest). If the
-// requested epoch is older than every entry: (-1, -1). Empty cache: (-1, -1).
-func (c *Cache) EndOffsetFor(epoch int32, logEndOffset int64) (foundEpoch int32, endOffset int64) {
-	panic("TODO")
+type Cache struct {
+	mu   sync.RWMutex
+	path string
+	// entries has strictly increasing epochs and start offsets.
+	entries []checkpoint.EpochEntry
 }
 
-// TruncateFromEnd removes entries with startOffset >= offset (log truncated to offset).
-func (c *Cache) TruncateFromEnd(offset int64) error { panic("TODO") }
+// Open loads path (missing = empty). Entries are replayed through Assign's
+// rules, so a hand-edited or non-monotonic file yields a consistent cache.
+func Open(path string) (*Cache, error) {
+	loaded, err := checkpoint.ReadEpochs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open leader epoch cache: %w", err)
+	}
+	c := &Cache{path: path}
+	for _, e := range loaded {
+		c.assign(e)
+	}
+	return c, nil
+}
+
+// Assign records that epoch starts at startOffset. As in Kafka, the newest
+// assignment wins: it is a no-op when epoch is the latest and startOffset
+// not below its start; otherwise every entry with an epoch >= epoch or a
+// start offset >= startOffset is dropped and (epoch, startOffset) appended,
+// keeping the cache consistent with a log that has just been appended to.
+// Negative arguments are an error. Persists on change.
+func (c *Cache) Assign(epoch int32, startOffset int64) error {
+	if epoch < 0 || startOffset < 0 {
+		return fmt.Errorf("leader epoch cache %s: assign epoch %d at offset %d: negative", c.Path(), epoch, startOffset)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.assign(checkpoint.EpochEntry{Epoch: epoch, StartOffset: startOffset}) {
+		return nil
+	}
+	return c.persist()
+}
+
+// assign applies Assign's rules and reports whether anything changed.
+func (c *Cache) assign(e checkpoint.EpochEntry) bool {
+	if n := len(c.entries); n > 0 {
+		last := c.entries[n-1]
+		if e.Epoch == last.Epoch && e.StartOffset >= last.StartOffset {
+			return false
+		}
+	}
+	keep := len(c.entries)
+	for keep > 0 && (c.entries[keep-1].Epoch >= e.Epoch || c.entries[keep-1].StartOffset >= e.StartOffset) {
+		keep--
+	}
+	c.entries = append(c.entries[:keep], e)
+	return true
+}
+
+// Latest returns the latest epoch and its start offset; ok=false if empty.
+func (c *Cache) Latest() (epoch int32, startOffset int64, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.entries) == 0 {
+		return Undefined, Undefined, false
+	}
+	last := c.entries[len(c.entries)-1]
+	return last.Epoch, last.StartOffset, true
+}
+
+// EndOffsetFor answers OffsetsForLeaderEpoch for a requested epoch given
+// the log end offset, with Kafka's rules (LeaderEpochFileCache.endOffsetFor):
+//
+//   - requested == latest epoch: (latest, logEndOffset);
+//   - otherwise the largest epoch <= requested and the start offset of the
+//     first epoch after requested;
+//   - requested older than every entry: (requested, start offset of the
+//     first entry), since that history is gone and the follower must
+//     replicate from the leader's start;
+//   - requested newer than every entry, requested == -1, or an empty
+//     cache: (-1, -1).
+func (c *Cache) EndOffsetFor(epoch int32, logEndOffset int64) (foundEpoch int32, endOffset int64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := len(c.entries)
+	if epoch == Undefined || n == 0 {
+		return Undefined, Undefined
+	}
+	if c.entries[n-1].Epoch == epoch {
+		return epoch, logEndOffset
+	}
+	// higher is the first entry with an epoch above the requested one.
+	higher := sort.Search(n, func(i int) bool { return c.entries[i].Epoch > epoch })
+	switch higher {
+	case n:
+		return Undefined, Undefined
+	case 0:
+		return epoch, c.entries[0].StartOffset
+	default:
+		return c.entries[higher-1].Epoch, c.entries[higher].StartOffset
+	}
+}
+
+// TruncateFromEnd removes entries with startOffset >= offset (log truncated
+// to offset). A negative offset is ignored, as in Kafka.
+func (c *Cache) TruncateFromEnd(offset int64) error {
+	if offset < 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keep := sort.Search(len(c.entries), func(i int) bool { return c.entries[i].StartOffset >= offset })
+	if keep == len(c.entries) {
+		return nil
+	}
+	c.entries = c.entries[:keep]
+	return c.persist()
+}
 
 // TruncateFromStart handles a new log start offset: entries wholly below it
 // are dropped and the earliest kept entry's start offset is raised to it.
-func (c *Cache) TruncateFromStart(offset int64) error { panic("TODO") }
+// As in Kafka, the entry whose epoch covers offset is the one kept: the
+// last entry starting at or before offset.
+func (c *Cache) TruncateFromStart(offset int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// covering+1 entries start at or before offset; the last of them is kept.
+	covering := sort.Search(len(c.entries), func(i int) bool { return c.entries[i].StartOffset > offset }) - 1
+	if covering < 0 || (covering == 0 && c.entries[0].StartOffset == offset) {
+		return nil
+	}
+	kept := append([]checkpoint.EpochEntry(nil), c.entries[covering:]...)
+	kept[0].StartOffset = offset
+	c.entries = kept
+	return c.persist()
+}
 
 // Entries returns a copy of the entries, oldest first.
-func (c *Cache) Entries() []checkpoint.EpochEntry { panic("TODO") }
+func (c *Cache) Entries() []checkpoint.EpochEntry {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return append([]checkpoint.EpochEntry(nil), c.entries...)
+}
 
-// Rename changes the backing file path (used when a partition dir is
+// SetPath changes the backing file path (used when a partition dir is
 // renamed for deletion). Delete-safety is the caller's business.
-func (c *Cache) SetPath(path string) { panic("TODO") }
+func (c *Cache) SetPath(path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.path = path
+}
+
+// Path returns the backing file path.
+func (c *Cache) Path() string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.path
+}
+
+// persist writes the entries; the caller holds the write lock.
+func (c *Cache) persist() error {
+	if err := checkpoint.WriteEpochs(c.path, c.entries); err != nil {
+		return fmt.Errorf("persist leader epoch cache: %w", err)
+	}
+	return nil
+}
