@@ -1,0 +1,234 @@
+package metadata
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+)
+
+// applyResult is what FSM.Apply returns through the ApplyFuture's Response.
+type applyResult struct {
+	topic           *Topic // create_topic
+	firstProducerID int64  // allocate_producer_ids
+	err             error
+}
+
+// applyCommand applies one log entry to im and returns the next image. On
+// error im itself is returned unchanged (with the index advanced), so a
+// rejected command is a no-op on every replica alike. It never panics on
+// malformed input.
+func applyCommand(im *Image, index uint64, data []byte) (*Image, applyResult) {
+	typ, payload, err := decodeCommand(data)
+	if err != nil {
+		return im.atIndex(index), applyResult{err: err}
+	}
+	next := im.clone()
+	next.index = index
+	var res applyResult
+	switch c := payload.(type) {
+	case *bootstrapCmd:
+		res.err = applyBootstrap(next, c)
+	case *registerBrokerCmd:
+		res.err = applyRegisterBroker(next, c)
+	case *createTopicCmd:
+		res.topic, res.err = applyCreateTopic(next, c)
+	case *deleteTopicCmd:
+		res.err = applyDeleteTopic(next, c)
+	case *createPartitionsCmd:
+		res.err = applyCreatePartitions(next, c)
+	case *alterConfigsCmd:
+		res.err = applyAlterConfigs(next, c)
+	case *allocateProducerIDsCmd:
+		res.firstProducerID, res.err = applyAllocateProducerIDs(next, c)
+	default:
+		res.err = fmt.Errorf("apply: no handler for command type %q", typ)
+	}
+	if res.err != nil {
+		return im.atIndex(index), res
+	}
+	return next, res
+}
+
+// atIndex returns im with only the index moved; images are immutable, so
+// this is a shallow copy sharing the maps.
+func (im *Image) atIndex(index uint64) *Image {
+	cp := *im
+	cp.index = index
+	return &cp
+}
+
+func applyBootstrap(im *Image, c *bootstrapCmd) error {
+	if c.ClusterID == "" {
+		return fmt.Errorf("bootstrap: empty cluster id")
+	}
+	if im.clusterID == "" {
+		im.clusterID = c.ClusterID
+	}
+	return nil // a second bootstrap keeps the first id
+}
+
+func applyRegisterBroker(im *Image, c *registerBrokerCmd) error {
+	b := c.Broker
+	if b.ID < 0 {
+		return fmt.Errorf("register broker: invalid id %d", b.ID)
+	}
+	if b.Port < 0 || b.Port > math.MaxUint16 {
+		return fmt.Errorf("register broker %d: invalid port %d", b.ID, b.Port)
+	}
+	b.Endpoints = slices.Clone(b.Endpoints)
+	im.brokers[b.ID] = &b
+	return nil
+}
+
+// newPartitions builds fresh partitions numbered from first: leader is the
+// first replica, epochs 0, ISR = all replicas.
+func newPartitions(first int, assignments [][]int32) []Partition {
+	out := make([]Partition, len(assignments))
+	for i, replicas := range assignments {
+		out[i] = Partition{
+			Partition: int32(first + i),
+			Leader:    replicas[0],
+			Replicas:  slices.Clone(replicas),
+			ISR:       slices.Clone(replicas),
+		}
+	}
+	return out
+}
+
+func applyCreateTopic(im *Image, c *createTopicCmd) (*Topic, error) {
+	if err := validTopicName(c.Name); err != nil {
+		return nil, err
+	}
+	if err := checkNewTopicName(im, c.Name); err != nil {
+		return nil, err
+	}
+	if c.ID == ([16]byte{}) {
+		return nil, fmt.Errorf("%w: create topic %q: zero topic id", ErrInvalidRequest, c.Name)
+	}
+	if other := im.topicsByID[c.ID]; other != nil {
+		return nil, fmt.Errorf("%w: create topic %q: id already used by topic %q", ErrInvalidRequest, c.Name, other.Name)
+	}
+	if err := checkPartitionCount(len(c.Assignments)); err != nil {
+		return nil, err
+	}
+	if err := checkAssignments(im, c.Assignments, 0, 0); err != nil {
+		return nil, err
+	}
+	for k := range c.Configs {
+		if k == "" {
+			return nil, fmt.Errorf("%w: create topic %q: empty config name", ErrInvalidConfig, c.Name)
+		}
+	}
+	t := &Topic{
+		Name:       c.Name,
+		ID:         c.ID,
+		Partitions: newPartitions(0, c.Assignments),
+		Configs:    maps.Clone(c.Configs),
+	}
+	im.putTopic(t)
+	return t, nil
+}
+
+// lookupTopic finds the topic a command refers to, by name and, when the
+// command carries one, by id.
+func lookupTopic(im *Image, name string, id [16]byte) (*Topic, error) {
+	t := im.topics[name]
+	if t == nil || (id != [16]byte{} && t.ID != id) {
+		return nil, fmt.Errorf("%w: topic %q does not exist", ErrUnknownTopic, name)
+	}
+	return t, nil
+}
+
+func applyDeleteTopic(im *Image, c *deleteTopicCmd) error {
+	if _, err := lookupTopic(im, c.Name, c.ID); err != nil {
+		return err
+	}
+	im.removeTopic(c.Name)
+	return nil
+}
+
+func applyCreatePartitions(im *Image, c *createPartitionsCmd) error {
+	t, err := lookupTopic(im, c.Name, c.ID)
+	if err != nil {
+		return err
+	}
+	cur := len(t.Partitions)
+	if err := checkTotalPartitions(c.Name, cur, int(c.Total)); err != nil {
+		return err
+	}
+	if cur+len(c.Assignments) != int(c.Total) {
+		return fmt.Errorf("%w: topic %q: %d new assignments do not take %d partitions to %d", ErrInvalidReplicaAssignment, c.Name, len(c.Assignments), cur, c.Total)
+	}
+	want := 0
+	if cur > 0 {
+		want = len(t.Partitions[0].Replicas)
+	}
+	if err := checkAssignments(im, c.Assignments, want, cur); err != nil {
+		return err
+	}
+	nt := *t
+	nt.Partitions = slices.Concat(t.Partitions, newPartitions(cur, c.Assignments))
+	im.putTopic(&nt)
+	return nil
+}
+
+// checkTotalPartitions checks a CreatePartitions target against the current
+// count: partitions can only be added.
+func checkTotalPartitions(name string, cur, total int) error {
+	if total == cur {
+		return fmt.Errorf("%w: topic %q already has %d partitions", ErrInvalidPartitions, name, cur)
+	}
+	if total < cur {
+		return fmt.Errorf("%w: topic %q has %d partitions, more than the requested %d; partitions cannot be removed", ErrInvalidPartitions, name, cur, total)
+	}
+	return checkPartitionCount(total)
+}
+
+func applyAlterConfigs(im *Image, c *alterConfigsCmd) error {
+	t, err := lookupTopic(im, c.Name, c.ID)
+	if err != nil {
+		return err
+	}
+	nt := *t
+	nt.Configs = mergeConfigs(t.Configs, c.Set, c.ReplaceAll)
+	for k := range nt.Configs {
+		if k == "" {
+			return fmt.Errorf("%w: topic %q: empty config name", ErrInvalidConfig, c.Name)
+		}
+	}
+	im.putTopic(&nt)
+	return nil
+}
+
+// mergeConfigs returns the overrides after applying set: a nil value
+// deletes the key; replaceAll drops every override not named in set.
+func mergeConfigs(cur map[string]string, set map[string]*string, replaceAll bool) map[string]string {
+	out := map[string]string{}
+	if !replaceAll {
+		maps.Copy(out, cur)
+	}
+	for k, v := range set {
+		if v == nil {
+			delete(out, k)
+		} else {
+			out[k] = *v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func applyAllocateProducerIDs(im *Image, c *allocateProducerIDsCmd) (int64, error) {
+	if c.N < 1 || c.N > maxProducerIDBlock {
+		return 0, fmt.Errorf("%w: producer id block size %d not in [1, %d]", ErrInvalidRequest, c.N, maxProducerIDBlock)
+	}
+	first := im.nextProducerID
+	if first > math.MaxInt64-c.N {
+		return 0, fmt.Errorf("producer ids exhausted at %d", first)
+	}
+	im.nextProducerID = first + c.N
+	return first, nil
+}

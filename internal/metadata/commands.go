@@ -1,0 +1,121 @@
+package metadata
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// A command is one Raft log entry: a JSON envelope with a type tag and a
+// type-specific payload. The leader decides everything non-deterministic
+// (ids, placement) before proposing, so applying a command is a pure
+// function of the previous image and the command bytes.
+type cmdType string
+
+const (
+	cmdBootstrap           cmdType = "bootstrap"
+	cmdRegisterBroker      cmdType = "register_broker"
+	cmdCreateTopic         cmdType = "create_topic"
+	cmdDeleteTopic         cmdType = "delete_topic"
+	cmdCreatePartitions    cmdType = "create_partitions"
+	cmdAlterConfigs        cmdType = "alter_configs"
+	cmdAllocateProducerIDs cmdType = "allocate_producer_ids"
+)
+
+// commandVersion lets a future format change be recognised by old logs.
+const commandVersion = 1
+
+type envelope struct {
+	Version int             `json:"v"`
+	Type    cmdType         `json:"type"`
+	Data    json.RawMessage `json:"data"`
+}
+
+type bootstrapCmd struct {
+	ClusterID string `json:"clusterId"`
+}
+
+type registerBrokerCmd struct {
+	Broker Broker `json:"broker"`
+}
+
+type createTopicCmd struct {
+	Name        string            `json:"name"`
+	ID          [16]byte          `json:"id"`
+	Assignments [][]int32         `json:"assignments"` // index = partition
+	Configs     map[string]string `json:"configs,omitempty"`
+}
+
+// deleteTopicCmd names the topic id too, so a delete racing with a
+// delete-and-recreate never removes the newer topic.
+type deleteTopicCmd struct {
+	Name string   `json:"name"`
+	ID   [16]byte `json:"id"`
+}
+
+// createPartitionsCmd carries the total the proposer expected, so two
+// concurrent requests cannot both append partitions.
+type createPartitionsCmd struct {
+	Name        string    `json:"name"`
+	ID          [16]byte  `json:"id"`
+	Total       int32     `json:"total"`
+	Assignments [][]int32 `json:"assignments"` // the new partitions only
+}
+
+type alterConfigsCmd struct {
+	Name       string             `json:"name"`
+	ID         [16]byte           `json:"id"`
+	Set        map[string]*string `json:"set"` // nil value deletes the override
+	ReplaceAll bool               `json:"replaceAll,omitempty"`
+}
+
+type allocateProducerIDsCmd struct {
+	N int64 `json:"n"`
+}
+
+// encodeCommand builds the log entry for payload.
+func encodeCommand(t cmdType, payload any) ([]byte, error) {
+	data, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s command: %w", t, err)
+	}
+	b, err := json.Marshal(envelope{Version: commandVersion, Type: t, Data: data})
+	if err != nil {
+		return nil, fmt.Errorf("encode %s envelope: %w", t, err)
+	}
+	return b, nil
+}
+
+// decodeCommand parses a log entry into its type and typed payload. It
+// must accept any bytes without panicking: the log is read back from disk.
+func decodeCommand(b []byte) (cmdType, any, error) {
+	var env envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		return "", nil, fmt.Errorf("decode command envelope: %w", err)
+	}
+	if env.Version != commandVersion {
+		return "", nil, fmt.Errorf("decode command: unsupported version %d", env.Version)
+	}
+	var payload any
+	switch env.Type {
+	case cmdBootstrap:
+		payload = &bootstrapCmd{}
+	case cmdRegisterBroker:
+		payload = &registerBrokerCmd{}
+	case cmdCreateTopic:
+		payload = &createTopicCmd{}
+	case cmdDeleteTopic:
+		payload = &deleteTopicCmd{}
+	case cmdCreatePartitions:
+		payload = &createPartitionsCmd{}
+	case cmdAlterConfigs:
+		payload = &alterConfigsCmd{}
+	case cmdAllocateProducerIDs:
+		payload = &allocateProducerIDsCmd{}
+	default:
+		return "", nil, fmt.Errorf("decode command: unknown type %q", env.Type)
+	}
+	if err := json.Unmarshal(env.Data, payload); err != nil {
+		return "", nil, fmt.Errorf("decode %s command: %w", env.Type, err)
+	}
+	return env.Type, payload, nil
+}

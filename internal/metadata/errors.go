@@ -1,0 +1,31 @@
+package metadata
+
+import "errors"
+
+// Sentinel errors. Every error returned by the Controller's mutating calls
+// wraps at most one of these (test with errors.Is), so the broker can map it
+// to the Kafka error code named beside it; the wrapped text carries detail.
+var (
+	// ErrUnknownTopic: UNKNOWN_TOPIC_OR_PARTITION (3).
+	ErrUnknownTopic = errors.New("unknown topic or partition")
+	// ErrInvalidTopic: INVALID_TOPIC_EXCEPTION (17).
+	ErrInvalidTopic = errors.New("invalid topic")
+	// ErrTopicExists: TOPIC_ALREADY_EXISTS (36).
+	ErrTopicExists = errors.New("topic already exists")
+	// ErrInvalidPartitions: INVALID_PARTITIONS (37).
+	ErrInvalidPartitions = errors.New("invalid partitions")
+	// ErrInvalidReplicationFactor: INVALID_REPLICATION_FACTOR (38).
+	ErrInvalidReplicationFactor = errors.New("invalid replication factor")
+	// ErrInvalidReplicaAssignment: INVALID_REPLICA_ASSIGNMENT (39).
+	ErrInvalidReplicaAssignment = errors.New("invalid replica assignment")
+	// ErrInvalidConfig: INVALID_CONFIG (40).
+	ErrInvalidConfig = errors.New("invalid config")
+	// ErrNotController: NOT_CONTROLLER (41). This node is not the Raft
+	// leader, or stopped being it before the command committed.
+	ErrNotController = errors.New("not the controller")
+	// ErrInvalidRequest: INVALID_REQUEST (42), e.g. both a partition count
+	// and a manual assignment given.
+	ErrInvalidRequest = errors.New("invalid request")
+	// ErrClosed is returned by calls made after Close.
+	ErrClosed = errors.New("metadata controller closed")
+)

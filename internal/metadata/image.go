@@ -1,0 +1,152 @@
+package metadata
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+)
+
+// Endpoint is one listener a broker serves clients or peers on.
+type Endpoint struct {
+	Listener         string `json:"listener"` // e.g. "PLAINTEXT"
+	Host             string `json:"host"`
+	Port             int32  `json:"port"`
+	SecurityProtocol string `json:"securityProtocol,omitempty"`
+}
+
+// Broker is a registered broker. Host and Port are what Metadata responses
+// advertise; Endpoints lists every listener for clients that need them.
+type Broker struct {
+	ID        int32      `json:"id"`
+	Host      string     `json:"host"`
+	Port      int32      `json:"port"`
+	Rack      string     `json:"rack,omitempty"` // "" means no rack
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+}
+
+// Partition is the controller's view of one partition: who leads it, with
+// which epoch, and which replicas are in sync.
+type Partition struct {
+	Partition      int32   `json:"partition"`
+	Leader         int32   `json:"leader"` // -1 when none
+	LeaderEpoch    int32   `json:"leaderEpoch"`
+	Replicas       []int32 `json:"replicas"`
+	ISR            []int32 `json:"isr"`
+	PartitionEpoch int32   `json:"partitionEpoch"`
+}
+
+// Topic is a topic with its partitions (index i holds partition i) and its
+// config overrides (only keys set explicitly; defaults live elsewhere).
+type Topic struct {
+	Name       string            `json:"name"`
+	ID         [16]byte          `json:"id"`
+	Partitions []Partition       `json:"partitions"`
+	Configs    map[string]string `json:"configs,omitempty"`
+}
+
+// Image is an immutable snapshot of the cluster metadata. Every apply builds
+// a new Image (copy-on-write), so a reader may hold one as long as it likes
+// without locks. Values reachable from an Image (Topic slices and maps
+// included) are shared with later images and must not be modified.
+type Image struct {
+	index          uint64
+	clusterID      string
+	brokers        map[int32]*Broker
+	topics         map[string]*Topic
+	topicsByID     map[[16]byte]*Topic
+	nextProducerID int64
+}
+
+func emptyImage() *Image {
+	return &Image{
+		brokers:    map[int32]*Broker{},
+		topics:     map[string]*Topic{},
+		topicsByID: map[[16]byte]*Topic{},
+	}
+}
+
+// clone copies the maps but shares their values: callers replace a value
+// rather than modify it.
+func (im *Image) clone() *Image {
+	return &Image{
+		index:          im.index,
+		clusterID:      im.clusterID,
+		brokers:        maps.Clone(im.brokers),
+		topics:         maps.Clone(im.topics),
+		topicsByID:     maps.Clone(im.topicsByID),
+		nextProducerID: im.nextProducerID,
+	}
+}
+
+// Index is the Raft log index of the last command reflected in the image
+// (0 for the empty image).
+func (im *Image) Index() uint64 { return im.index }
+
+// ClusterID is the cluster's id ("" until the bootstrap command applied).
+func (im *Image) ClusterID() string { return im.clusterID }
+
+// NextProducerID is the first producer id the next allocation will hand out.
+func (im *Image) NextProducerID() int64 { return im.nextProducerID }
+
+// Broker returns the registered broker with the given id.
+func (im *Image) Broker(id int32) (Broker, bool) {
+	b, ok := im.brokers[id]
+	if !ok {
+		return Broker{}, false
+	}
+	return *b, true
+}
+
+// Brokers returns all registered brokers sorted by id.
+func (im *Image) Brokers() []Broker {
+	out := make([]Broker, 0, len(im.brokers))
+	for _, b := range im.brokers {
+		out = append(out, *b)
+	}
+	slices.SortFunc(out, func(a, b Broker) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// BrokerIDs returns the registered broker ids in ascending order.
+func (im *Image) BrokerIDs() []int32 {
+	return slices.Sorted(maps.Keys(im.brokers))
+}
+
+// TopicByName returns the topic or nil. The result is read-only.
+func (im *Image) TopicByName(name string) *Topic { return im.topics[name] }
+
+// TopicByID returns the topic or nil. The result is read-only.
+func (im *Image) TopicByID(id [16]byte) *Topic { return im.topicsByID[id] }
+
+// NumTopics is the number of topics.
+func (im *Image) NumTopics() int { return len(im.topics) }
+
+// SortedTopicNames returns every topic name in ascending order.
+func (im *Image) SortedTopicNames() []string {
+	return slices.Sorted(maps.Keys(im.topics))
+}
+
+// Partition returns partition p of the named topic.
+func (im *Image) Partition(topic string, p int32) (Partition, bool) {
+	t := im.topics[topic]
+	if t == nil || p < 0 || int(p) >= len(t.Partitions) {
+		return Partition{}, false
+	}
+	return t.Partitions[p], true
+}
+
+// putTopic stores t under its name and id, replacing any topic of that name.
+func (im *Image) putTopic(t *Topic) {
+	if old := im.topics[t.Name]; old != nil {
+		delete(im.topicsByID, old.ID)
+	}
+	im.topics[t.Name] = t
+	im.topicsByID[t.ID] = t
+}
+
+func (im *Image) removeTopic(name string) {
+	if old := im.topics[name]; old != nil {
+		delete(im.topicsByID, old.ID)
+		delete(im.topics, name)
+	}
+}

@@ -1,0 +1,245 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+)
+
+// CreateTopic describes a topic to create, as in Kafka's CreateTopics.
+type CreateTopic struct {
+	Name string
+	// NumPartitions and ReplicationFactor: -1 means the configured default.
+	// Both must be -1 when Assignments is given.
+	NumPartitions     int32
+	ReplicationFactor int16
+	// Assignments optionally gives the replicas of each partition, keyed
+	// 0..n-1; the first replica leads.
+	Assignments map[int32][]int32
+	Configs     map[string]string
+	// ValidateOnly checks everything and returns the topic that would be
+	// created (with a zero ID) without creating it.
+	ValidateOnly bool
+}
+
+// RegisterBroker records b (replacing an earlier registration of its id).
+func (c *Controller) RegisterBroker(ctx context.Context, b Broker) error {
+	_, err := c.propose(ctx, cmdRegisterBroker, registerBrokerCmd{Broker: b})
+	if err != nil {
+		return fmt.Errorf("register broker %d: %w", b.ID, err)
+	}
+	return nil
+}
+
+// CreateTopic validates r, places its replicas and creates the topic.
+func (c *Controller) CreateTopic(ctx context.Context, r CreateTopic) (*Topic, error) {
+	if err := c.checkLeader(); err != nil {
+		return nil, err
+	}
+	im := c.Image()
+	if err := c.checkTopicName(r.Name); err != nil {
+		return nil, err
+	}
+	if err := checkNewTopicName(im, r.Name); err != nil {
+		return nil, err
+	}
+	assignments, err := c.assignmentsFor(im, r)
+	if err != nil {
+		return nil, fmt.Errorf("create topic %q: %w", r.Name, err)
+	}
+	for k, v := range r.Configs {
+		if err := c.checkConfig(k, v); err != nil {
+			return nil, fmt.Errorf("create topic %q: %w", r.Name, err)
+		}
+	}
+	cmd := createTopicCmd{Name: r.Name, Assignments: assignments, Configs: r.Configs}
+	if r.ValidateOnly {
+		return &Topic{Name: r.Name, Partitions: newPartitions(0, assignments), Configs: r.Configs}, nil
+	}
+	for {
+		if cmd.ID, err = newUUID(); err != nil {
+			return nil, err
+		}
+		if im.TopicByID(cmd.ID) == nil {
+			break
+		}
+	}
+	res, err := c.propose(ctx, cmdCreateTopic, cmd)
+	if err != nil {
+		return nil, fmt.Errorf("create topic %q: %w", r.Name, err)
+	}
+	return res.topic, nil
+}
+
+// assignmentsFor returns the replica lists for a new topic: the manual
+// assignment checked, or a placement over the registered brokers.
+func (c *Controller) assignmentsFor(im *Image, r CreateTopic) ([][]int32, error) {
+	if len(r.Assignments) > 0 {
+		if r.NumPartitions != -1 || r.ReplicationFactor != -1 {
+			return nil, fmt.Errorf("%w: with a replica assignment, partitions and replication factor must be -1", ErrInvalidRequest)
+		}
+		if err := checkPartitionCount(len(r.Assignments)); err != nil {
+			return nil, err
+		}
+		out := make([][]int32, len(r.Assignments))
+		for p, replicas := range r.Assignments {
+			if p < 0 || int(p) >= len(out) {
+				return nil, fmt.Errorf("%w: partitions must be numbered 0 to %d, got %d", ErrInvalidReplicaAssignment, len(out)-1, p)
+			}
+			out[p] = replicas
+		}
+		return out, checkAssignments(im, out, 0, 0)
+	}
+	np, rf := int(r.NumPartitions), int(r.ReplicationFactor)
+	if np == -1 {
+		np = int(c.cfg.DefaultPartitions)
+	}
+	if rf == -1 {
+		rf = int(c.cfg.DefaultReplicationFactor)
+	}
+	if err := checkPartitionCount(np); err != nil {
+		return nil, err
+	}
+	brokers, err := brokersFor(im, rf)
+	if err != nil {
+		return nil, err
+	}
+	return place(brokers, 0, np, rf, rand.IntN(len(brokers))), nil
+}
+
+// brokersFor returns the registered broker ids if they can hold rf
+// replicas of a partition.
+func brokersFor(im *Image, rf int) ([]int32, error) {
+	if rf < 1 {
+		return nil, fmt.Errorf("%w: replication factor must be at least 1, got %d", ErrInvalidReplicationFactor, rf)
+	}
+	brokers := im.BrokerIDs()
+	if rf > len(brokers) {
+		return nil, fmt.Errorf("%w: replication factor %d larger than %d available brokers", ErrInvalidReplicationFactor, rf, len(brokers))
+	}
+	return brokers, nil
+}
+
+func (c *Controller) checkTopicName(name string) error {
+	if err := c.cfg.ValidateTopicName(name); err != nil {
+		if errors.Is(err, ErrInvalidTopic) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrInvalidTopic, err)
+	}
+	return validTopicName(name) // what the state machine will check again
+}
+
+func (c *Controller) checkConfig(k, v string) error {
+	if err := c.cfg.ValidateTopicConfig(k, v); err != nil {
+		if errors.Is(err, ErrInvalidConfig) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	return defaultValidateTopicConfig(k, v)
+}
+
+// DeleteTopic deletes the named topic.
+func (c *Controller) DeleteTopic(ctx context.Context, name string) error {
+	if err := c.checkLeader(); err != nil {
+		return err
+	}
+	t := c.Image().TopicByName(name)
+	if t == nil {
+		return fmt.Errorf("delete topic: %w: %q", ErrUnknownTopic, name)
+	}
+	if _, err := c.propose(ctx, cmdDeleteTopic, deleteTopicCmd{Name: name, ID: t.ID}); err != nil {
+		return fmt.Errorf("delete topic %q: %w", name, err)
+	}
+	return nil
+}
+
+// CreatePartitions grows the named topic to total partitions. assignments,
+// if not nil, gives the replicas of each new partition (total minus the
+// current count of them), with the topic's replication factor.
+func (c *Controller) CreatePartitions(ctx context.Context, name string, total int32, assignments [][]int32, validateOnly bool) error {
+	if err := c.checkLeader(); err != nil {
+		return err
+	}
+	im := c.Image()
+	t := im.TopicByName(name)
+	if t == nil {
+		return fmt.Errorf("create partitions: %w: %q", ErrUnknownTopic, name)
+	}
+	cur := len(t.Partitions)
+	if err := checkTotalPartitions(name, cur, int(total)); err != nil {
+		return err
+	}
+	rf := len(t.Partitions[0].Replicas)
+	add := int(total) - cur
+	if assignments != nil {
+		if len(assignments) != add {
+			return fmt.Errorf("%w: topic %q: adding %d partitions but %d assignments given", ErrInvalidReplicaAssignment, name, add, len(assignments))
+		}
+		if err := checkAssignments(im, assignments, rf, cur); err != nil {
+			return fmt.Errorf("create partitions for %q: %w", name, err)
+		}
+	} else {
+		brokers, err := brokersFor(im, rf)
+		if err != nil {
+			return fmt.Errorf("create partitions for %q: %w", name, err)
+		}
+		assignments = place(brokers, cur, add, rf, rand.IntN(len(brokers)))
+	}
+	if validateOnly {
+		return nil
+	}
+	cmd := createPartitionsCmd{Name: name, ID: t.ID, Total: total, Assignments: assignments}
+	if _, err := c.propose(ctx, cmdCreatePartitions, cmd); err != nil {
+		return fmt.Errorf("create partitions for %q: %w", name, err)
+	}
+	return nil
+}
+
+// AlterTopicConfigs changes the named topic's config overrides: a nil value
+// deletes an override; replaceAll (legacy AlterConfigs) drops every
+// override not named in set.
+func (c *Controller) AlterTopicConfigs(ctx context.Context, name string, set map[string]*string, replaceAll, validateOnly bool) error {
+	if err := c.checkLeader(); err != nil {
+		return err
+	}
+	t := c.Image().TopicByName(name)
+	if t == nil {
+		return fmt.Errorf("alter configs: %w: %q", ErrUnknownTopic, name)
+	}
+	for k, v := range set {
+		if v == nil {
+			// Deleting needs no value check, only a real key.
+			if k == "" {
+				return fmt.Errorf("alter configs for %q: %w: empty config name", name, ErrInvalidConfig)
+			}
+			continue
+		}
+		if err := c.checkConfig(k, *v); err != nil {
+			return fmt.Errorf("alter configs for %q: %w", name, err)
+		}
+	}
+	if validateOnly {
+		return nil
+	}
+	cmd := alterConfigsCmd{Name: name, ID: t.ID, Set: set, ReplaceAll: replaceAll}
+	if _, err := c.propose(ctx, cmdAlterConfigs, cmd); err != nil {
+		return fmt.Errorf("alter configs for %q: %w", name, err)
+	}
+	return nil
+}
+
+// AllocateProducerIDs reserves n consecutive producer ids and returns the
+// first. Blocks never overlap, across restarts and leader changes alike.
+func (c *Controller) AllocateProducerIDs(ctx context.Context, n int64) (int64, error) {
+	if n < 1 || n > maxProducerIDBlock {
+		return 0, fmt.Errorf("allocate producer ids: %w: block size %d not in [1, %d]", ErrInvalidRequest, n, maxProducerIDBlock)
+	}
+	res, err := c.propose(ctx, cmdAllocateProducerIDs, allocateProducerIDsCmd{N: n})
+	if err != nil {
+		return 0, fmt.Errorf("allocate %d producer ids: %w", n, err)
+	}
+	return res.firstProducerID, nil
+}

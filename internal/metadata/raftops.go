@@ -1,0 +1,164 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// leaderPoll is how often WaitLeader re-checks Raft state; raft offers no
+// blocking "leader known" call for followers.
+const leaderPoll = 10 * time.Millisecond
+
+// watchLeadership records the cluster id as soon as this node leads a
+// cluster that has none yet, so a fresh cluster gets its id without anyone
+// having to ask.
+func (c *Controller) watchLeadership(ctx context.Context) {
+	defer c.bg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case leader := <-c.raft.LeaderCh():
+			if !leader {
+				continue
+			}
+			if err := c.ensureClusterID(ctx); err != nil && ctx.Err() == nil {
+				c.log.Warn("record cluster id", "err", err)
+			}
+		}
+	}
+}
+
+// ensureClusterID proposes the bootstrap command if the image has no
+// cluster id after this leader has applied everything before it.
+func (c *Controller) ensureClusterID(ctx context.Context) error {
+	if err := c.waitFuture(ctx, c.raft.Barrier(timeoutOf(ctx))); err != nil {
+		return fmt.Errorf("barrier: %w", err)
+	}
+	if c.Image().ClusterID() != "" {
+		return nil
+	}
+	id := c.cfg.ClusterID
+	if id == "" {
+		u, err := newUUID()
+		if err != nil {
+			return err
+		}
+		id = FormatUUID(u)
+	}
+	_, err := c.propose(ctx, cmdBootstrap, bootstrapCmd{ClusterID: id})
+	return err
+}
+
+// WaitLeader returns once a Raft leader exists, this node's state machine
+// has caught up with it, and the cluster id is recorded.
+func (c *Controller) WaitLeader(ctx context.Context) error {
+	t := time.NewTicker(leaderPoll)
+	defer t.Stop()
+	for {
+		if c.raft.State() == raft.Leader {
+			err := c.ensureClusterID(ctx)
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, ErrNotController) {
+				return fmt.Errorf("wait for metadata leader: %w", err)
+			}
+		} else if _, _, ok := c.Leader(); ok {
+			commit := c.raft.CommitIndex()
+			if commit > 0 && c.raft.AppliedIndex() >= commit && c.Image().ClusterID() != "" {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for metadata leader: %w", ctx.Err())
+		case <-c.closed:
+			return ErrClosed
+		case <-t.C:
+		}
+	}
+}
+
+// timeoutOf converts ctx's deadline into the enqueue timeout raft wants
+// (0 = none).
+func timeoutOf(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		if left := time.Until(d); left > 0 {
+			return left
+		}
+		return time.Nanosecond
+	}
+	return 0
+}
+
+// waitFuture waits for f or ctx. On ctx expiry the command may still be
+// applied later; the caller reports the outcome as unknown.
+func (c *Controller) waitFuture(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return mapRaftErr(err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// mapRaftErr turns raft's errors into ours.
+func mapRaftErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrAbortedByRestore):
+		return fmt.Errorf("%w: %v", ErrNotController, err)
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return fmt.Errorf("%w: %v", ErrClosed, err)
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
+	default:
+		return err
+	}
+}
+
+// checkLeader fails fast when this node cannot accept changes.
+func (c *Controller) checkLeader() error {
+	select {
+	case <-c.closed:
+		return ErrClosed
+	default:
+	}
+	if c.raft.State() != raft.Leader {
+		if id, addr, ok := c.Leader(); ok {
+			return fmt.Errorf("%w: the controller is node %d at %s", ErrNotController, id, addr)
+		}
+		return fmt.Errorf("%w: no controller elected yet", ErrNotController)
+	}
+	return nil
+}
+
+// propose replicates one command and returns the state machine's result,
+// including its rejection of the command.
+func (c *Controller) propose(ctx context.Context, t cmdType, payload any) (applyResult, error) {
+	if err := c.checkLeader(); err != nil {
+		return applyResult{}, err
+	}
+	data, err := encodeCommand(t, payload)
+	if err != nil {
+		return applyResult{}, err
+	}
+	f := c.raft.Apply(data, timeoutOf(ctx))
+	if err := c.waitFuture(ctx, f); err != nil {
+		return applyResult{}, fmt.Errorf("replicate %s: %w", t, err)
+	}
+	res, ok := f.Response().(applyResult)
+	if !ok {
+		return applyResult{}, fmt.Errorf("replicate %s: unexpected state machine response %T", t, f.Response())
+	}
+	return res, res.err
+}
