@@ -1,0 +1,278 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// adminSlack is how much longer than the broker-side request timeout we
+// wait for an admin answer, so the broker's own timeout error (which names
+// the problem) arrives before our context gives up.
+const adminSlack = 5 * time.Second
+
+func newTopicCmd() *cobra.Command {
+	cf := &clientFlags{}
+	cmd := &cobra.Command{
+		Use:   "topic",
+		Short: "Create, list, describe, delete and configure topics",
+		Args:  cobra.NoArgs,
+	}
+	cf.register(cmd.PersistentFlags())
+	cmd.AddCommand(
+		newTopicCreateCmd(cf),
+		newTopicListCmd(cf),
+		newTopicDescribeCmd(cf),
+		newTopicDeleteCmd(cf),
+		newTopicAlterConfigCmd(cf),
+	)
+	return cmd
+}
+
+// withAdmin validates the connection flags, then runs fn with an admin
+// client whose requests carry --request-timeout and whose context expires a
+// little after it.
+func withAdmin(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kadm.Client) error) error {
+	if err := cf.validate(); err != nil {
+		return err
+	}
+	runtimeErrors(cmd)
+	cl, err := cf.newClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32(cf.requestTimeout.Milliseconds()))
+	ctx, cancel := context.WithTimeout(cmd.Context(), cf.requestTimeout+adminSlack)
+	defer cancel()
+	return fn(ctx, adm)
+}
+
+func newTopicCreateCmd(cf *clientFlags) *cobra.Command {
+	var (
+		partitions  int32
+		rf          int16
+		configs     []string
+		ifNotExists bool
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a topic",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if partitions == 0 || partitions < -1 {
+				return fmt.Errorf("--partitions %d: must be positive (or -1 for the broker default)", partitions)
+			}
+			if rf == 0 || rf < -1 {
+				return fmt.Errorf("--replication-factor %d: must be positive (or -1 for the broker default)", rf)
+			}
+			cfg, err := parseConfigs("--config", configs)
+			if err != nil {
+				return err
+			}
+			return withAdmin(cmd, cf, func(ctx context.Context, adm *kadm.Client) error {
+				return createTopic(ctx, adm, cmd.OutOrStdout(), name, partitions, rf, cfg, ifNotExists)
+			})
+		},
+	}
+	fs := cmd.Flags()
+	fs.Int32Var(&partitions, "partitions", -1, "number of partitions (-1: broker's num.partitions)")
+	fs.Int16Var(&rf, "replication-factor", -1, "replicas per partition (-1: broker's default.replication.factor)")
+	fs.StringArrayVar(&configs, "config", nil, "topic config key=value (repeatable)")
+	fs.BoolVar(&ifNotExists, "if-not-exists", false, "succeed quietly if the topic already exists")
+	return cmd
+}
+
+func createTopic(ctx context.Context, adm *kadm.Client, out io.Writer, name string,
+	partitions int32, rf int16, cfg map[string]*string, ifNotExists bool,
+) error {
+	resp, err := adm.CreateTopic(ctx, partitions, rf, cfg, name)
+	if err != nil {
+		if ifNotExists && errors.Is(err, kerr.TopicAlreadyExists) {
+			return nil
+		}
+		return fmt.Errorf("create topic %q: %w", name, withBrokerMessage(err, resp.ErrMessage))
+	}
+	_, err = fmt.Fprintf(out, "Created topic %s.\n", name)
+	return err
+}
+
+func newTopicListCmd(cf *clientFlags) *cobra.Command {
+	var excludeInternal bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List topic names, one per line",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAdmin(cmd, cf, func(ctx context.Context, adm *kadm.Client) error {
+				topics, err := adm.ListTopicsWithInternal(ctx)
+				if err != nil {
+					return fmt.Errorf("list topics: %w", err)
+				}
+				if excludeInternal {
+					topics.FilterInternal()
+				}
+				for _, name := range topics.Names() {
+					if _, err := fmt.Fprintln(cmd.OutOrStdout(), name); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&excludeInternal, "exclude-internal", false, "leave out internal topics such as __consumer_offsets")
+	return cmd
+}
+
+func newTopicDescribeCmd(cf *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe [NAME...]",
+		Short: "Show partitions, leaders, replicas, ISR and configs (all topics if none named)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAdmin(cmd, cf, func(ctx context.Context, adm *kadm.Client) error {
+				return describeTopics(ctx, adm, cmd.OutOrStdout(), args)
+			})
+		},
+	}
+}
+
+// describeTopics prints every topic it can and reports the ones it could
+// not (unknown topics, config lookups that failed) in the returned error.
+func describeTopics(ctx context.Context, adm *kadm.Client, out io.Writer, names []string) error {
+	topics, err := adm.ListTopics(ctx, names...)
+	if err != nil {
+		return fmt.Errorf("describe topics: %w", err)
+	}
+	var errs []error
+	var found []string
+	for _, d := range topics.Sorted() {
+		if d.Err != nil {
+			errs = append(errs, fmt.Errorf("describe topic %q: %w", d.Topic, d.Err))
+			continue
+		}
+		found = append(found, d.Topic)
+	}
+	configs := map[string][]kadm.Config{}
+	if len(found) > 0 {
+		rcs, err := adm.DescribeTopicConfigs(ctx, found...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("describe topic configs: %w", err))
+		}
+		for _, rc := range rcs {
+			if rc.Err != nil {
+				errs = append(errs, fmt.Errorf("describe configs of topic %q: %w", rc.Name, withBrokerMessage(rc.Err, rc.ErrMessage)))
+				continue
+			}
+			configs[rc.Name] = rc.Configs
+		}
+	}
+	for _, name := range found {
+		if err := writeTopicDescription(out, topics[name], configs[name]); err != nil {
+			return err
+		}
+	}
+	return joinLine(errs)
+}
+
+func newTopicDeleteCmd(cf *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME...",
+		Short: "Delete topics",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAdmin(cmd, cf, func(ctx context.Context, adm *kadm.Client) error {
+				resps, err := adm.DeleteTopics(ctx, args...)
+				if err != nil {
+					return fmt.Errorf("delete topics: %w", err)
+				}
+				var errs []error
+				for _, name := range args {
+					r, ok := resps[name]
+					switch {
+					case !ok:
+						errs = append(errs, fmt.Errorf("delete topic %q: missing from the broker's answer", name))
+					case r.Err != nil:
+						errs = append(errs, fmt.Errorf("delete topic %q: %w", name, withBrokerMessage(r.Err, r.ErrMessage)))
+					}
+				}
+				return joinLine(errs)
+			})
+		},
+	}
+}
+
+func newTopicAlterConfigCmd(cf *clientFlags) *cobra.Command {
+	var sets, deletes []string
+	cmd := &cobra.Command{
+		Use:   "alter-config NAME --set k=v --delete k",
+		Short: "Change topic configs incrementally (IncrementalAlterConfigs)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			alters, err := buildAlters(sets, deletes)
+			if err != nil {
+				return err
+			}
+			return withAdmin(cmd, cf, func(ctx context.Context, adm *kadm.Client) error {
+				resps, err := adm.AlterTopicConfigs(ctx, alters, name)
+				if err != nil {
+					return fmt.Errorf("alter config of topic %q: %w", name, err)
+				}
+				r, err := resps.On(name, nil)
+				if err != nil {
+					return fmt.Errorf("alter config of topic %q: missing from the broker's answer", name)
+				}
+				if r.Err != nil {
+					return fmt.Errorf("alter config of topic %q: %w", name, withBrokerMessage(r.Err, r.ErrMessage))
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "Completed updating config for topic %s.\n", name)
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "config key=value to set (repeatable)")
+	cmd.Flags().StringArrayVar(&deletes, "delete", nil, "config key to reset to its default (repeatable)")
+	return cmd
+}
+
+// buildAlters turns --set/--delete into incremental operations. Touching
+// the same key twice is rejected: the broker would answer INVALID_REQUEST
+// and the user surely meant one of them.
+func buildAlters(sets, deletes []string) ([]kadm.AlterConfig, error) {
+	if len(sets) == 0 && len(deletes) == 0 {
+		return nil, errors.New("alter-config: nothing to do, give --set k=v and/or --delete k")
+	}
+	seen := map[string]bool{}
+	var alters []kadm.AlterConfig
+	for _, kv := range sets {
+		k, v, err := splitKeyValue("--set", kv)
+		if err != nil {
+			return nil, err
+		}
+		if seen[k] {
+			return nil, fmt.Errorf("alter-config: %q given twice", k)
+		}
+		seen[k] = true
+		alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+	}
+	for _, k := range deletes {
+		if k == "" {
+			return nil, errors.New("--delete: empty config key")
+		}
+		if seen[k] {
+			return nil, fmt.Errorf("alter-config: %q given twice", k)
+		}
+		seen[k] = true
+		alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
+	return alters, nil
+}
