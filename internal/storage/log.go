@@ -1,10 +1,15 @@
 package storage
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
-	"io"
+	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weir-project/weir/internal/storage/leaderepoch"
@@ -36,9 +41,6 @@ type Config struct {
 	FileDeleteDelayMs     int64 // file.delete.delay.ms (60000): *.deleted files removed after this
 }
 
-// DefaultConfig returns Kafka's defaults.
-func DefaultConfig() Config { panic("TODO") }
-
 // AppendInfo describes a successful append.
 type AppendInfo struct {
 	FirstOffset    int64
@@ -58,12 +60,6 @@ type ReadResult struct {
 	// FirstOffset is the base offset of the first batch returned.
 	FirstOffset int64
 }
-
-// Bytes reads the region into memory.
-func (r ReadResult) Bytes() ([]byte, error) { panic("TODO") }
-
-// WriteTo copies the region to w (sendfile when w is a *net.TCPConn).
-func (r ReadResult) WriteTo(w io.Writer) (int64, error) { panic("TODO") }
 
 // ProducerStateHook lets the idempotence layer keep per-producer state in
 // step with the log: it sees every appended batch (leader and follower
@@ -94,81 +90,257 @@ type BatchInfo struct {
 	Control       bool
 }
 
+// ErrUnexpectedOffset: a follower append does not start at the log end
+// offset, or its batches are not contiguous.
+var ErrUnexpectedOffset = errors.New("unexpected offset")
+
 // Log is one partition's log: an ordered list of segments. One appender,
 // many concurrent readers; readers never hold a lock across disk I/O.
-type Log struct{}
+//
+// Writers (append, roll, flush, truncate, retention, close) serialise on
+// mu. Readers see an immutable, sorted segment slice swapped atomically
+// and the atomic offsets; a batch is published (segment size, then log
+// end offset) only after its bytes are written.
+type Log struct {
+	dir    string
+	logger *slog.Logger
+	cfg    atomic.Pointer[Config]
+
+	mu             sync.Mutex
+	closed         bool
+	hook           ProducerStateHook
+	unflushedMsgs  int64
+	firstUnflushed time.Time // wall clock of the oldest unflushed append
+
+	epochs        *leaderepoch.Cache
+	segs          atomic.Pointer[[]*segment] // sorted by base offset; never mutated in place
+	logStart      atomic.Int64
+	logEnd        atomic.Int64
+	recoveryPoint atomic.Int64
+
+	delMu   sync.Mutex
+	pending map[*segment]*time.Timer // segments renamed *.deleted, awaiting removal
+}
+
+// leaderEpochFile is the per-partition leader epoch checkpoint.
+const leaderEpochFile = "leader-epoch-checkpoint"
 
 // OpenLog opens (creating if needed) the partition directory dir and
 // recovers it. recoveryPoint and logStartOffset come from the log dir's
 // checkpoints (0 if absent); cleanShutdown says whether the log dir's
 // clean-shutdown marker was present.
 func OpenLog(dir string, cfg Config, recoveryPoint, logStartOffset int64, cleanShutdown bool, logger *slog.Logger) (*Log, error) {
-	panic("TODO")
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create partition dir %s: %w", dir, err)
+	}
+	cfg = cfg.normalized()
+	l := &Log{
+		dir:     dir,
+		logger:  logger.With("log", filepath.Base(dir)),
+		pending: make(map[*segment]*time.Timer),
+	}
+	l.cfg.Store(&cfg)
+	epochs, err := leaderepoch.Open(filepath.Join(dir, leaderEpochFile))
+	if err != nil {
+		return nil, fmt.Errorf("open leader epoch cache of %s: %w", dir, err)
+	}
+	l.epochs = epochs
+	if err := l.load(recoveryPoint, logStartOffset, cleanShutdown); err != nil {
+		return nil, err
+	}
+	leo := l.logEnd.Load()
+	if err := l.epochs.TruncateFromEnd(leo); err != nil {
+		l.closeSegments()
+		return nil, fmt.Errorf("truncate leader epochs of %s to %d: %w", dir, leo, err)
+	}
+	if err := l.epochs.TruncateFromStart(l.logStart.Load()); err != nil {
+		l.closeSegments()
+		return nil, fmt.Errorf("truncate leader epochs of %s from %d: %w", dir, l.logStart.Load(), err)
+	}
+	return l, nil
 }
 
-// Append validates every batch in records (one or more, as a producer sent
-// them) before writing any, then assigns offsets from the log end, stamps
-// leaderEpoch, applies LogAppendTime if configured, and writes them.
-func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) { panic("TODO") }
+// config returns the current settings (lock-free).
+func (l *Log) config() Config { return *l.cfg.Load() }
 
-// AppendAsFollower appends batches whose offsets the leader already
-// assigned; the first must start at the log end offset.
-func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) { panic("TODO") }
+// segments returns the current immutable segment slice.
+func (l *Log) segments() []*segment { return *l.segs.Load() }
 
-// Read returns whole batches starting with the one containing offset, up
-// to maxBytes (at least one batch, even if larger), never including a
-// batch whose base offset >= maxOffset (the high watermark for consumers;
-// pass -1 for the log end). Outside [LogStartOffset, LogEndOffset]:
-// ErrOffsetOutOfRange. offset == LogEndOffset: empty result.
-func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (ReadResult, error) { panic("TODO") }
+// setSegments publishes a new segment slice.
+func (l *Log) setSegments(s []*segment) { l.segs.Store(&s) }
 
-// OffsetForTimestamp returns the first offset whose batch has a timestamp
-// >= ts, with that batch's max timestamp; found=false if none.
-func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, found bool, err error) {
-	panic("TODO")
+// active returns the last segment, the one appends go to.
+func (l *Log) active() *segment {
+	s := l.segments()
+	return s[len(s)-1]
 }
 
-// MaxTimestamp returns the largest timestamp in the log and the offset of
-// the record carrying it (ListOffsets -3); (-1, -1) if empty.
-func (l *Log) MaxTimestamp() (ts int64, offset int64) { panic("TODO") }
+// floorSegment returns the index of the last segment with base <= offset,
+// or -1.
+func floorSegment(segs []*segment, offset int64) int {
+	lo, hi := 0, len(segs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if segs[m].base <= offset {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo - 1
+}
 
-func (l *Log) LogStartOffset() int64 { panic("TODO") }
-func (l *Log) LogEndOffset() int64   { panic("TODO") }
-func (l *Log) RecoveryPoint() int64  { panic("TODO") }
-func (l *Log) Dir() string           { panic("TODO") }
-func (l *Log) Size() int64           { panic("TODO") }
-func (l *Log) NumSegments() int      { panic("TODO") }
+func (l *Log) LogStartOffset() int64 { return l.logStart.Load() }
+func (l *Log) LogEndOffset() int64   { return l.logEnd.Load() }
+func (l *Log) RecoveryPoint() int64  { return l.recoveryPoint.Load() }
+func (l *Log) Dir() string           { return l.dir }
+func (l *Log) NumSegments() int      { return len(l.segments()) }
+
+// Size is the total bytes of the log's segments.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range l.segments() {
+		n += s.size.Load()
+	}
+	return n
+}
 
 // SetConfig applies changed topic configs (retention, segment size, ...).
-func (l *Log) SetConfig(cfg Config) { panic("TODO") }
-
-// Flush fsyncs everything up to the log end and advances the recovery point.
-func (l *Log) Flush() error { panic("TODO") }
-
-// TruncateTo removes every record at offset >= offset (replication).
-func (l *Log) TruncateTo(offset int64) error { panic("TODO") }
-
-// DeleteRecordsBefore raises the log start offset to offset (DeleteRecords)
-// and deletes segments wholly below it. offset > LogEndOffset: ErrOffsetOutOfRange.
-func (l *Log) DeleteRecordsBefore(offset int64) (newLogStart int64, err error) { panic("TODO") }
-
-// EnforceRetention deletes old segments by retention.ms and retention.bytes
-// (never the active one) and returns how many it deleted.
-func (l *Log) EnforceRetention(now time.Time) (int, error) { panic("TODO") }
-
-// MaybeRoll rolls the active segment if segment.ms has passed (called by
-// the manager's timer; size and index-full rolls happen in Append).
-func (l *Log) MaybeRoll(now time.Time) error { panic("TODO") }
+// Index capacity changes apply to segments created afterwards.
+func (l *Log) SetConfig(cfg Config) {
+	cfg = cfg.normalized()
+	l.cfg.Store(&cfg)
+}
 
 // LeaderEpochs is the partition's leader epoch cache.
-func (l *Log) LeaderEpochs() *leaderepoch.Cache { panic("TODO") }
+func (l *Log) LeaderEpochs() *leaderepoch.Cache { return l.epochs }
 
-// SetProducerStateHook installs the hook and replays batches from offset
-// `from` (the hook's loaded snapshot offset) to the log end into it.
-func (l *Log) SetProducerStateHook(h ProducerStateHook, from int64) error { panic("TODO") }
+// Flush fsyncs everything up to the log end and advances the recovery point.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	return l.flushLocked()
+}
+
+// flushLocked fsyncs every segment holding offsets in [recovery point,
+// log end) and moves the recovery point to the log end.
+func (l *Log) flushLocked() error {
+	leo := l.logEnd.Load()
+	if leo > l.recoveryPoint.Load() {
+		if err := l.syncFromRecoveryPointLocked(false); err != nil {
+			return err
+		}
+		l.recoveryPoint.Store(leo)
+	}
+	l.unflushedMsgs, l.firstUnflushed = 0, time.Time{}
+	return nil
+}
+
+// syncFromRecoveryPointLocked fsyncs the segments from the one holding
+// the recovery point to the active one. Inactive ones get their indexes
+// written and fsynced too, because once the recovery point passes them
+// recovery trusts their indexes; the active segment's indexes are needed
+// only with withActiveIndexes (a roll): after a crash it is rescanned.
+func (l *Log) syncFromRecoveryPointLocked(withActiveIndexes bool) error {
+	segs := l.segments()
+	last := len(segs) - 1
+	for i := max(floorSegment(segs, l.recoveryPoint.Load()), 0); i <= last; i++ {
+		var err error
+		if i < last || withActiveIndexes {
+			err = segs[i].flush()
+		} else if serr := segs[i].log.Sync(); serr != nil {
+			err = fmt.Errorf("fsync %s: %w", segs[i].logPath, serr)
+		}
+		if err != nil {
+			return fmt.Errorf("flush %s: %w: %w", l.dir, ErrStorage, err)
+		}
+	}
+	return nil
+}
 
 // Close flushes indexes and closes files. Does not fsync the log unless asked by Flush.
-func (l *Log) Close() error { panic("TODO") }
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	var errs []error
+	if l.hook != nil {
+		if err := l.hook.Snapshot(l.dir, l.logEnd.Load()); err != nil {
+			errs = append(errs, fmt.Errorf("producer state snapshot of %s: %w", l.dir, err))
+		}
+	}
+	act := l.active()
+	act.sealIndexes()
+	if err := act.offIdx.Flush(); err != nil {
+		errs = append(errs, fmt.Errorf("flush offset index of %s: %w", act.logPath, err))
+	}
+	if err := act.timeIdx.Flush(); err != nil {
+		errs = append(errs, fmt.Errorf("flush time index of %s: %w", act.logPath, err))
+	}
+	errs = append(errs, l.closeSegments())
+	l.closed = true
+	return errors.Join(errs...)
+}
 
-// Delete closes the log and removes its directory.
-func (l *Log) Delete() error { panic("TODO") }
+// closeSegments closes every segment and finishes pending deletions now.
+func (l *Log) closeSegments() error {
+	var errs []error
+	if p := l.segs.Load(); p != nil {
+		for _, s := range *p {
+			errs = append(errs, s.close())
+		}
+	}
+	errs = append(errs, l.finishPendingDeletes())
+	return errors.Join(errs...)
+}
+
+// Delete closes the log and removes its directory. The directory is first
+// renamed "<name>.<random hex>-delete" so a crash midway leaves no
+// half-deleted partition that would be loaded again.
+func (l *Log) Delete() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		if err := l.closeSegments(); err != nil {
+			l.logger.Warn("closing log before delete", "err", err)
+		}
+		l.closed = true
+	}
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return fmt.Errorf("random name for deleting %s: %w", l.dir, err)
+	}
+	tomb := fmt.Sprintf("%s.%s-delete", l.dir, hex.EncodeToString(rnd[:]))
+	if err := os.Rename(l.dir, tomb); err != nil {
+		return fmt.Errorf("rename %s for deletion: %w", l.dir, err)
+	}
+	l.epochs.SetPath(filepath.Join(tomb, leaderEpochFile))
+	if err := syncDir(filepath.Dir(l.dir)); err != nil {
+		l.logger.Warn("fsync parent after renaming deleted log", "err", err)
+	}
+	if err := os.RemoveAll(tomb); err != nil {
+		return fmt.Errorf("remove deleted log %s: %w", tomb, err)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory so renames and creations in it are durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,305 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/weir-project/weir/internal/storage/recordbatch"
+)
+
+// batchRef locates one batch inside an Append's records.
+type batchRef struct {
+	start int // byte offset in records
+	h     recordbatch.Header
+}
+
+// splitAndCheck validates every batch in records before any touches disk.
+// leader=true applies the producer rules (recordbatch.Validate walks the
+// records) and max.message.bytes; a follower's batches were validated by
+// the leader, so only their framing and CRC are checked, as Kafka does.
+func splitAndCheck(records []byte, cfg Config, leader bool, refs []batchRef) ([]batchRef, error) {
+	if len(records) == 0 {
+		return nil, fmt.Errorf("empty record set: %w", recordbatch.ErrCorrupt)
+	}
+	if int64(len(records)) > cfg.SegmentBytes {
+		return nil, fmt.Errorf("record set of %d bytes exceeds segment size %d: %w",
+			len(records), cfg.SegmentBytes, ErrRecordListTooLarge)
+	}
+	pos := 0
+	err := recordbatch.Split(records, func(batch []byte, h recordbatch.Header) error {
+		if leader {
+			if len(batch) > cfg.MaxMessageBytes {
+				return fmt.Errorf("batch at byte %d is %d bytes, max.message.bytes %d: %w",
+					pos, len(batch), cfg.MaxMessageBytes, ErrMessageTooLarge)
+			}
+			vh, err := recordbatch.Validate(batch)
+			if err != nil {
+				return fmt.Errorf("batch at byte %d: %w", pos, err)
+			}
+			h = vh
+		} else {
+			if err := recordbatch.CheckCRC(batch); err != nil {
+				return fmt.Errorf("batch at byte %d: %w", pos, err)
+			}
+			if h.LastOffsetDelta < 0 {
+				return fmt.Errorf("batch at byte %d: negative last offset delta: %w", pos, recordbatch.ErrCorrupt)
+			}
+		}
+		refs = append(refs, batchRef{start: pos, h: h})
+		pos += len(batch)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return refs, nil
+}
+
+// Append validates every batch in records (one or more, as a producer sent
+// them) before writing any, then assigns offsets from the log end, stamps
+// leaderEpoch, applies LogAppendTime if configured, and writes them.
+// The batches are patched in place in records, which are written with a
+// single write call.
+func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	cfg := l.config()
+	var stack [4]batchRef
+	refs, err := splitAndCheck(records, cfg, true, stack[:0])
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return AppendInfo{}, ErrClosed
+	}
+	cfg = l.config()
+	now := time.Now()
+	nowMs := now.UnixMilli()
+	first := l.logEnd.Load()
+	off := first
+	info := AppendInfo{FirstOffset: first, MaxTimestamp: -1, LogAppendTime: -1}
+	for i := range refs {
+		r := &refs[i]
+		b := records[r.start : r.start+int(r.h.Size())]
+		recordbatch.SetBaseOffset(b, off)
+		recordbatch.SetPartitionLeaderEpoch(b, leaderEpoch)
+		r.h.BaseOffset = off
+		r.h.PartitionLeaderEpoch = leaderEpoch
+		if cfg.LogAppendTime {
+			recordbatch.SetLogAppendTime(b, nowMs)
+			r.h.MaxTimestamp = nowMs
+			r.h.Attributes |= 1 << 3
+		}
+		info.MaxTimestamp = max(info.MaxTimestamp, r.h.MaxTimestamp)
+		info.NumRecords += int64(r.h.RecordCount)
+		off += int64(r.h.LastOffsetDelta) + 1
+	}
+	info.LastOffset = off - 1
+	if cfg.LogAppendTime {
+		info.LogAppendTime = nowMs
+	}
+	if err := l.appendLocked(records, refs, cfg, now); err != nil {
+		return AppendInfo{}, err
+	}
+	if err := l.epochs.Assign(leaderEpoch, first); err != nil {
+		l.logger.Warn("persisting leader epoch", "epoch", leaderEpoch, "offset", first, "err", err)
+	}
+	info.LogStartOffset = l.logStart.Load()
+	return info, l.afterAppendLocked(info.NumRecords, cfg, now)
+}
+
+// AppendAsFollower appends batches whose offsets the leader already
+// assigned; the first must start at the log end offset.
+func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
+	cfg := l.config()
+	var stack [4]batchRef
+	refs, err := splitAndCheck(records, cfg, false, stack[:0])
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return AppendInfo{}, ErrClosed
+	}
+	cfg = l.config()
+	next := l.logEnd.Load()
+	info := AppendInfo{FirstOffset: refs[0].h.BaseOffset, MaxTimestamp: -1, LogAppendTime: -1}
+	for _, r := range refs {
+		if r.h.BaseOffset != next {
+			return AppendInfo{}, fmt.Errorf("follower batch at offset %d, expected %d: %w", r.h.BaseOffset, next, ErrUnexpectedOffset)
+		}
+		next = r.h.LastOffset() + 1
+		info.MaxTimestamp = max(info.MaxTimestamp, r.h.MaxTimestamp)
+		info.NumRecords += int64(r.h.RecordCount)
+	}
+	info.LastOffset = next - 1
+	now := time.Now()
+	if err := l.appendLocked(records, refs, cfg, now); err != nil {
+		return AppendInfo{}, err
+	}
+	for _, r := range refs {
+		if err := l.epochs.Assign(r.h.PartitionLeaderEpoch, r.h.BaseOffset); err != nil {
+			l.logger.Warn("persisting leader epoch", "epoch", r.h.PartitionLeaderEpoch, "offset", r.h.BaseOffset, "err", err)
+		}
+	}
+	info.LogStartOffset = l.logStart.Load()
+	return info, l.afterAppendLocked(info.NumRecords, cfg, now)
+}
+
+// appendLocked writes already patched batches at the log end: rolls if
+// needed, one write, sparse index entries, then publishes size and log end.
+func (l *Log) appendLocked(records []byte, refs []batchRef, cfg Config, now time.Time) error {
+	last := refs[len(refs)-1].h.LastOffset()
+	seg, err := l.maybeRollLocked(int64(len(records)), last, cfg, now)
+	if err != nil {
+		return err
+	}
+	pos := seg.size.Load()
+	if _, err := seg.log.WriteAt(records, pos); err != nil {
+		// Cut whatever part reached the file so the log stays a sequence
+		// of whole batches.
+		if terr := seg.log.Truncate(pos); terr != nil {
+			l.logger.Error("truncating after failed write", "file", seg.logPath, "pos", pos, "err", terr)
+		}
+		return fmt.Errorf("write %d bytes to %s at %d: %w: %w", len(records), seg.logPath, pos, ErrStorage, err)
+	}
+	for _, r := range refs {
+		seg.indexBatch(r.h, r.h.MaxTimestamp, pos+int64(r.start), cfg.IndexIntervalBytes)
+	}
+	if seg.firstAppend.IsZero() {
+		seg.firstAppend = now
+	}
+	seg.size.Store(pos + int64(len(records)))
+	l.logEnd.Store(last + 1)
+	if l.hook != nil {
+		for _, r := range refs {
+			l.hook.OnBatch(batchInfo(r.h))
+		}
+	}
+	return nil
+}
+
+// afterAppendLocked applies the message-count flush policy.
+func (l *Log) afterAppendLocked(n int64, cfg Config, now time.Time) error {
+	if l.unflushedMsgs == 0 {
+		l.firstUnflushed = now
+	}
+	l.unflushedMsgs += n
+	if cfg.flushByMessages(l.unflushedMsgs) {
+		return l.flushLocked()
+	}
+	return nil
+}
+
+// flushIfDue applies the time flush policy (manager's scheduler).
+func (l *Log) flushIfDue(now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cfg := l.config()
+	if l.closed || l.unflushedMsgs == 0 || !cfg.flushByTimeEnabled() {
+		return nil
+	}
+	if now.Sub(l.firstUnflushed) < time.Duration(cfg.FlushIntervalMs)*time.Millisecond {
+		return nil
+	}
+	return l.flushLocked()
+}
+
+// maybeRollLocked returns the segment the next append of size bytes,
+// ending at lastOffset, goes to, rolling first when the active segment
+// would exceed segment.bytes, is older than segment.ms, has a full index,
+// or could not express lastOffset relative to its base in an int32.
+func (l *Log) maybeRollLocked(size, lastOffset int64, cfg Config, now time.Time) (*segment, error) {
+	seg := l.active()
+	cur := seg.size.Load()
+	if cur == 0 {
+		return seg, nil
+	}
+	switch {
+	case cur+size > cfg.SegmentBytes,
+		!seg.firstAppend.IsZero() && now.Sub(seg.firstAppend) >= time.Duration(cfg.SegmentMs)*time.Millisecond,
+		seg.indexFull(),
+		lastOffset-seg.base > math.MaxInt32:
+		return l.rollLocked(cfg)
+	}
+	return seg, nil
+}
+
+// rollLocked seals the active segment (final time-index entry, fsync of
+// the .log and both indexes, producer-state snapshot) and starts a new one
+// at the log end. Everything below the new base is then durable, so the
+// recovery point moves there.
+func (l *Log) rollLocked(cfg Config) (*segment, error) {
+	old := l.active()
+	newBase := l.logEnd.Load()
+	old.sealIndexes()
+	if err := l.syncFromRecoveryPointLocked(true); err != nil {
+		return nil, fmt.Errorf("roll: %w", err)
+	}
+	if l.hook != nil {
+		if err := l.hook.Snapshot(l.dir, newBase); err != nil {
+			l.logger.Warn("producer state snapshot at roll", "offset", newBase, "err", err)
+		}
+	}
+	seg, err := l.newSegmentLocked(newBase, cfg)
+	if err != nil {
+		return nil, err
+	}
+	l.setSegments(append(append([]*segment(nil), l.segments()...), seg))
+	if l.recoveryPoint.Load() < newBase {
+		l.recoveryPoint.Store(newBase)
+	}
+	if l.unflushedMsgs > 0 && l.logEnd.Load() == newBase {
+		l.unflushedMsgs, l.firstUnflushed = 0, time.Time{}
+	}
+	l.logger.Debug("rolled segment", "old", old.base, "new", newBase, "size", old.size.Load())
+	return seg, nil
+}
+
+// newSegmentLocked creates an empty segment at base, refusing to clobber
+// a non-empty file of the same name.
+func (l *Log) newSegmentLocked(base int64, cfg Config) (*segment, error) {
+	p := filepath.Join(l.dir, segmentName(base, logSuffix))
+	if st, err := os.Stat(p); err == nil && st.Size() > 0 {
+		return nil, fmt.Errorf("new segment %s already holds %d bytes: %w", p, st.Size(), ErrStorage)
+	}
+	// Stale index files of a former segment at this base would be trusted.
+	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		if err := os.Remove(filepath.Join(l.dir, segmentName(base, suf))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("remove stale index of new segment %d: %w", base, err)
+		}
+	}
+	seg, _, err := openSegment(l.dir, base, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("new segment in %s: %w: %w", l.dir, ErrStorage, err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		l.logger.Warn("fsync dir after creating segment", "err", err)
+	}
+	return seg, nil
+}
+
+// batchInfo converts a header for the producer-state hook.
+func batchInfo(h recordbatch.Header) BatchInfo {
+	last := int32(-1)
+	if h.BaseSequence >= 0 {
+		// Sequences wrap at MaxInt32 like Kafka's incrementSequence.
+		last = int32((int64(h.BaseSequence) + int64(h.LastOffsetDelta)) % (math.MaxInt32 + 1))
+	}
+	return BatchInfo{
+		FirstOffset:   h.BaseOffset,
+		LastOffset:    h.LastOffset(),
+		ProducerID:    h.ProducerID,
+		ProducerEpoch: h.ProducerEpoch,
+		BaseSequence:  h.BaseSequence,
+		LastSequence:  last,
+		MaxTimestamp:  h.MaxTimestamp,
+		Transactional: h.Transactional(),
+		Control:       h.Control(),
+	}
+}

@@ -1,0 +1,191 @@
+package storage
+
+import (
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/weir-project/weir/internal/storage/recordbatch"
+)
+
+// Bytes reads the region into memory.
+func (r ReadResult) Bytes() ([]byte, error) {
+	if r.Len == 0 {
+		return nil, nil
+	}
+	b := make([]byte, r.Len)
+	if _, err := r.File.ReadAt(b, r.Pos); err != nil {
+		return nil, fmt.Errorf("read %d bytes at %d of %s: %w: %w", r.Len, r.Pos, r.File.Name(), ErrStorage, err)
+	}
+	return b, nil
+}
+
+// WriteTo copies the region to w (sendfile when w is a *net.TCPConn).
+func (r ReadResult) WriteTo(w io.Writer) (int64, error) {
+	if r.Len == 0 {
+		return 0, nil
+	}
+	if n, handled, err := sendfile(w, r.File, r.Pos, r.Len); handled {
+		return n, err
+	}
+	return io.Copy(w, io.NewSectionReader(r.File, r.Pos, r.Len))
+}
+
+// Read returns whole batches starting with the one containing offset, up
+// to maxBytes (at least one batch, even if larger), never including a
+// batch whose base offset >= maxOffset (the high watermark for consumers;
+// pass -1 for the log end). Outside [LogStartOffset, LogEndOffset]:
+// ErrOffsetOutOfRange. offset == LogEndOffset: empty result.
+//
+// The result stays within one segment. It holds no lock: it works on a
+// snapshot of the segment list and on published sizes only.
+func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (ReadResult, error) {
+	leo := l.logEnd.Load()
+	lso := l.logStart.Load()
+	if offset < lso || offset > leo {
+		return ReadResult{}, fmt.Errorf("read offset %d outside [%d, %d]: %w", offset, lso, leo, ErrOffsetOutOfRange)
+	}
+	limit := leo
+	if maxOffset >= 0 && maxOffset < limit {
+		limit = maxOffset
+	}
+	if offset >= limit {
+		return ReadResult{FirstOffset: offset}, nil
+	}
+	segs := l.segments()
+	i := floorSegment(segs, offset)
+	if i < 0 {
+		// Raced with retention or DeleteRecords.
+		return ReadResult{}, fmt.Errorf("read offset %d below first segment: %w", offset, ErrOffsetOutOfRange)
+	}
+	for ; i < len(segs); i++ {
+		r, found, err := segs[i].read(offset, maxBytes, limit)
+		if err != nil {
+			return ReadResult{}, fmt.Errorf("read offset %d in %s: %w", offset, l.dir, err)
+		}
+		if found {
+			return r, nil
+		}
+		// offset lies past this segment's last batch (a gap): next segment.
+	}
+	return ReadResult{FirstOffset: offset}, nil
+}
+
+// read finds the batch containing offset (via the offset index, then a
+// forward scan of headers) and extends the region with following batches
+// while they fit maxBytes and start below limit.
+func (s *segment) read(offset int64, maxBytes int, limit int64) (ReadResult, bool, error) {
+	end := s.size.Load()
+	_, pos := s.offIdx.Lookup(offset)
+	var res ReadResult
+	found := false
+	err := scanHeaders(s.log, pos, end, func(p int64, h recordbatch.Header) bool {
+		if h.BaseOffset >= limit {
+			return false
+		}
+		if !found {
+			if h.LastOffset() < offset {
+				return true
+			}
+			found = true
+			res = ReadResult{File: s.log, Pos: p, Len: h.Size(), FirstOffset: h.BaseOffset}
+			return true
+		}
+		if res.Len+h.Size() > int64(maxBytes) {
+			return false
+		}
+		res.Len += h.Size()
+		return true
+	})
+	if err != nil {
+		return ReadResult{}, false, fmt.Errorf("segment %s: %w", s.logPath, err)
+	}
+	return res, found, nil
+}
+
+// OffsetForTimestamp returns the first offset whose batch has a timestamp
+// >= ts, with that batch's max timestamp; found=false if none. Offsets
+// below the log start are never returned.
+func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, found bool, err error) {
+	lso := l.logStart.Load()
+	leo := l.logEnd.Load()
+	for _, s := range l.segments() {
+		if maxTs, _ := s.timestamps(); maxTs < ts {
+			continue
+		}
+		// Every batch before the time-index entry below ts has a max
+		// timestamp < ts, so the answer lies at or after that entry.
+		from := s.base
+		if ts > math.MinInt64 {
+			from = s.timeIdx.Lookup(ts - 1)
+		}
+		_, pos := s.offIdx.Lookup(max(from, lso))
+		serr := scanHeaders(s.log, pos, s.size.Load(), func(_ int64, h recordbatch.Header) bool {
+			if h.BaseOffset >= leo {
+				return false
+			}
+			if h.LastOffset() < lso || h.MaxTimestamp < ts {
+				return true
+			}
+			offset, timestamp, found = max(h.BaseOffset, lso), h.MaxTimestamp, true
+			return false
+		})
+		if serr != nil {
+			return 0, 0, false, fmt.Errorf("offset for timestamp %d in %s: %w", ts, s.logPath, serr)
+		}
+		if found {
+			return offset, timestamp, true, nil
+		}
+	}
+	return -1, -1, false, nil
+}
+
+// MaxTimestamp returns the largest timestamp in the log and the offset of
+// the record carrying it (ListOffsets -3); (-1, -1) if empty. The offset
+// is that record's when the batch can be decoded, else the batch's last.
+func (l *Log) MaxTimestamp() (ts int64, offset int64) {
+	ts, offset = -1, -1
+	var holder *segment
+	for _, s := range l.segments() {
+		if t, o := s.timestamps(); t > ts {
+			ts, offset, holder = t, o, s
+		}
+	}
+	if holder == nil {
+		return -1, -1
+	}
+	if o, ok := holder.recordWithTimestamp(offset, ts); ok {
+		offset = o
+	}
+	return ts, offset
+}
+
+// recordWithTimestamp finds the first record with timestamp ts in the
+// batch containing offset.
+func (s *segment) recordWithTimestamp(offset, ts int64) (int64, bool) {
+	r, found, err := s.read(offset, 0, math.MaxInt64)
+	if err != nil || !found {
+		return 0, false
+	}
+	b, err := r.Bytes()
+	if err != nil {
+		return 0, false
+	}
+	h, err := recordbatch.ParseHeader(b)
+	if err != nil {
+		return 0, false
+	}
+	if h.LogAppendTime() {
+		return h.BaseOffset, true
+	}
+	recs, err := recordbatch.Records(b)
+	if err != nil {
+		return 0, false
+	}
+	for _, rec := range recs {
+		if h.BaseTimestamp+rec.TimestampDelta == ts {
+			return h.BaseOffset + int64(rec.OffsetDelta), true
+		}
+	}
+	return 0, false
+}

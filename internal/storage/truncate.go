@@ -1,0 +1,158 @@
+package storage
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/weir-project/weir/internal/storage/recordbatch"
+)
+
+// TruncateTo removes every record at offset >= offset (replication).
+//
+// Batches are never split: if offset falls inside a batch, that whole
+// batch goes and the log end becomes its base offset (below offset).
+// An offset at or past the log end changes nothing; one at or below the
+// first segment's base empties the log and restarts it at offset.
+func (l *Log) TruncateTo(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if offset >= l.logEnd.Load() {
+		return nil
+	}
+	cfg := l.config()
+	segs := l.segments()
+	var newEnd int64
+	if offset <= segs[0].base || offset < l.logStart.Load() {
+		if err := l.truncateFullyLocked(offset, cfg); err != nil {
+			return err
+		}
+		newEnd = offset
+	} else {
+		i := floorSegment(segs, offset)
+		s := segs[i]
+		cut, end, err := s.batchStartAt(offset)
+		if err != nil {
+			return fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err)
+		}
+		newEnd = end
+		if err := s.log.Truncate(cut); err != nil {
+			return fmt.Errorf("truncate %s to byte %d: %w: %w", s.logPath, cut, ErrStorage, err)
+		}
+		s.size.Store(cut)
+		s.offIdx.TruncateTo(newEnd)
+		s.timeIdx.TruncateTo(newEnd)
+		if err := s.restoreAppendState(); err != nil {
+			return fmt.Errorf("truncate %s: %w", l.dir, err)
+		}
+		switch {
+		case cut == 0:
+			s.firstAppend = time.Time{}
+		case s.firstAppend.IsZero():
+			s.firstAppend = time.Now() // a sealed segment became active again
+		}
+		l.setSegments(append([]*segment(nil), segs[:i+1]...))
+		l.logEnd.Store(newEnd)
+		l.scheduleDeletes(segs[i+1:], cfg)
+	}
+	if l.recoveryPoint.Load() > newEnd {
+		l.recoveryPoint.Store(newEnd)
+	}
+	if err := l.epochs.TruncateFromEnd(newEnd); err != nil {
+		return fmt.Errorf("truncate leader epochs of %s to %d: %w", l.dir, newEnd, err)
+	}
+	return l.resetHookLocked(newEnd)
+}
+
+// truncateFullyLocked replaces every segment by an empty one at offset.
+func (l *Log) truncateFullyLocked(offset int64, cfg Config) error {
+	old := l.segments()
+	// The new segment may share the first one's name: retire the old
+	// files first.
+	for _, s := range old {
+		if err := s.renameDeleted(); err != nil {
+			return fmt.Errorf("truncate %s fully: %w: %w", l.dir, ErrStorage, err)
+		}
+	}
+	seg, err := l.newSegmentLocked(offset, cfg)
+	if err != nil {
+		return err
+	}
+	l.logStart.Store(offset)
+	l.setSegments([]*segment{seg})
+	l.logEnd.Store(offset)
+	l.scheduleRenamed(old, cfg)
+	return nil
+}
+
+// batchStartAt returns the byte position and base offset of the batch
+// containing offset (or of the first batch after it).
+func (s *segment) batchStartAt(offset int64) (pos int64, base int64, err error) {
+	end := s.size.Load()
+	_, p := s.offIdx.Lookup(offset)
+	pos, base = end, -1
+	serr := scanHeaders(s.log, p, end, func(at int64, h recordbatch.Header) bool {
+		if h.LastOffset() >= offset {
+			pos, base = at, h.BaseOffset
+			return false
+		}
+		pos, base = at+h.Size(), h.LastOffset()+1
+		return true
+	})
+	if serr != nil {
+		return 0, 0, fmt.Errorf("segment %s: %w", s.logPath, serr)
+	}
+	if base < 0 {
+		base = s.base
+	}
+	return pos, min(base, offset), nil
+}
+
+// restoreAppendState recomputes the max timestamp and the bytes since the
+// last index entry after a truncation, by scanning the batch headers.
+func (s *segment) restoreAppendState() error {
+	s.resetTimestamps()
+	_, ipos := s.offIdx.LastEntry()
+	end := s.size.Load()
+	err := scanHeaders(s.log, 0, end, func(_ int64, h recordbatch.Header) bool {
+		s.noteTimestamp(h.MaxTimestamp, h.LastOffset())
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("rescan %s: %w", s.logPath, err)
+	}
+	s.bytesSinceIndex = end - ipos
+	return nil
+}
+
+// DeleteRecordsBefore raises the log start offset to offset (DeleteRecords)
+// and deletes segments wholly below it. offset > LogEndOffset: ErrOffsetOutOfRange.
+func (l *Log) DeleteRecordsBefore(offset int64) (newLogStart int64, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, ErrClosed
+	}
+	if offset > l.logEnd.Load() {
+		return 0, fmt.Errorf("delete records before %d past log end %d: %w", offset, l.logEnd.Load(), ErrOffsetOutOfRange)
+	}
+	if offset <= l.logStart.Load() {
+		return l.logStart.Load(), nil
+	}
+	l.logStart.Store(offset)
+	segs := l.segments()
+	n := 0
+	for n+1 < len(segs) && segs[n+1].base <= offset {
+		n++
+	}
+	if n > 0 {
+		l.setSegments(append([]*segment(nil), segs[n:]...))
+		l.scheduleDeletes(segs[:n], l.config())
+	}
+	if err := l.epochs.TruncateFromStart(offset); err != nil {
+		return offset, fmt.Errorf("truncate leader epochs of %s from %d: %w", l.dir, offset, err)
+	}
+	return offset, nil
+}
