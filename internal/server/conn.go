@@ -51,11 +51,6 @@ type conn struct {
 	closeReason string // set once, under closeOnce
 	closeErr    error
 
-	// readEnd says why the reader stopped; written before the queue is
-	// closed, read by the worker after it drains the queue.
-	readEnd    string
-	readEndErr error
-
 	lastActive atomic.Int64 // unix nanoseconds of the last byte read or response written
 	inflight   atomic.Int32 // requests read and not yet answered
 	served     atomic.Int64 // requests handled, for the close log
@@ -123,15 +118,16 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 	br := bufio.NewReaderSize(activityReader{r: c.nc, last: &c.lastActive}, ioBufferSize)
 	for {
 		frame, err := readFrame(br, c.s.cfg.MaxRequestBytes)
-		if err != nil {
-			if !errors.Is(err, errFrameSize) {
-				c.readEnd, c.readEndErr = "read ended", err
-				if errors.Is(err, io.EOF) {
-					c.readEnd, c.readEndErr = "closed by client", nil
-				}
-				return
+		if err != nil && !errors.Is(err, errFrameSize) {
+			// The peer is gone (or we closed the socket, and the reason
+			// is already recorded): cancel whatever is being handled
+			// for it. Kafka clients never half-close to await answers.
+			if errors.Is(err, io.EOF) {
+				c.shutdown("closed by client", nil)
+			} else {
+				c.shutdown("read failed", err)
 			}
-			frame = nil
+			return
 		}
 		c.inflight.Add(1)
 		p := parsed{err: err}
@@ -141,11 +137,10 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 		select {
 		case queue <- p:
 		case <-ctx.Done():
-			c.readEnd = "server stopping"
 			return
 		}
 		if p.err != nil {
-			c.readEnd = "protocol error"
+			// The worker answers what came before, then closes.
 			return
 		}
 	}
@@ -221,8 +216,9 @@ func (c *conn) work(ctx context.Context, queue <-chan parsed) {
 		c.lastActive.Store(time.Now().UnixNano())
 		c.inflight.Add(-1)
 	}
-	// The reader closed the queue, so its reason is visible here.
-	c.shutdown(c.readEnd, c.readEndErr)
+	// The reader closes the queue only after a shutdown or after queueing
+	// an error, which returned above; this is a safety net.
+	c.shutdown("reader stopped", nil)
 }
 
 // respond produces the response for one parsed request: ApiVersions is
