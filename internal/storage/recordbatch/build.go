@@ -36,7 +36,7 @@ func Build(opts BuildOptions, records []Record) ([]byte, error) {
 		return nil, fmt.Errorf("build batch: unknown compression codec %d", opts.Compression)
 	}
 	var body []byte
-	maxDelta := int64(0)
+	maxDelta := records[0].TimestampDelta
 	for i, r := range records {
 		body = appendRecord(body, int32(i), r)
 		maxDelta = max(maxDelta, r.TimestampDelta)
