@@ -2,13 +2,51 @@ package storage
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weir-project/weir/internal/storage/checkpoint"
+)
+
+// Files the manager keeps in each log dir (Kafka's names).
+const (
+	cleanShutdownFile = ".kafka_cleanshutdown"
+	recoveryPointFile = "recovery-point-offset-checkpoint"
+	logStartFile      = "log-start-offset-checkpoint"
 )
 
 // TopicPartition names a partition; its directory is "<topic>-<partition>".
 type TopicPartition struct {
 	Topic     string
 	Partition int32
+}
+
+// dirName is the partition directory's name.
+func (tp TopicPartition) dirName() string {
+	return tp.Topic + "-" + strconv.Itoa(int(tp.Partition))
+}
+
+// parseTopicPartition reads "<topic>-<partition>"; deleted ("...-delete")
+// and other directories are rejected.
+func parseTopicPartition(name string) (TopicPartition, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || strings.HasSuffix(name, "-delete") {
+		return TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != name[i+1:] {
+		return TopicPartition{}, false
+	}
+	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
 }
 
 // ManagerConfig is the broker-wide storage configuration.
@@ -20,37 +58,336 @@ type ManagerConfig struct {
 	CheckpointIntervalMs     int64    // log.flush.offset.checkpoint.interval.ms (60000)
 }
 
+// managedLog is a log and the index of the log dir holding it.
+type managedLog struct {
+	log *Log
+	dir int
+}
+
 // Manager owns every partition log in the log dirs (Kafka's LogManager):
 // loads them at start with recovery, writes the per-dir checkpoints, runs
 // retention, time-based flush and time-based roll, writes the
 // clean-shutdown marker on Close.
-type Manager struct{}
+type Manager struct {
+	cfg    ManagerConfig
+	logger *slog.Logger
+
+	mu     sync.RWMutex
+	logs   map[TopicPartition]managedLog
+	closed bool
+
+	ckMu sync.Mutex // one checkpoint writer at a time
+}
 
 // OpenManager loads every "<topic>-<partition>" directory in the log dirs.
 // A dir without the clean-shutdown marker is recovered from its
 // recovery-point checkpoint. Each log opens with Defaults; the broker
-// calls SetConfig for topics with overrides.
-func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) { panic("TODO") }
+// calls SetConfig for topics with overrides. The markers are removed once
+// everything is loaded, so a crash from then on is detected.
+func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
+	if len(cfg.Dirs) == 0 {
+		return nil, errors.New("open log manager: no log dirs")
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	m := &Manager{cfg: cfg, logger: logger, logs: make(map[TopicPartition]managedLog)}
 
-// Run runs background work (retention, flush, roll, checkpoints) until ctx ends.
-func (m *Manager) Run(ctx context.Context) { panic("TODO") }
+	type job struct {
+		tp            TopicPartition
+		dir           int
+		path          string
+		rp, lso       int64
+		cleanShutdown bool
+	}
+	var jobs []job
+	for i, dir := range cfg.Dirs {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create log dir %s: %w", dir, err)
+		}
+		_, err := os.Stat(filepath.Join(dir, cleanShutdownFile))
+		clean := err == nil
+		rps := m.readCheckpoint(filepath.Join(dir, recoveryPointFile))
+		lsos := m.readCheckpoint(filepath.Join(dir, logStartFile))
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("list log dir %s: %w", dir, err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			if strings.HasSuffix(e.Name(), "-delete") {
+				// A partition deleted just before a crash: finish the job.
+				if err := os.RemoveAll(p); err != nil {
+					return nil, fmt.Errorf("remove deleted partition dir %s: %w", p, err)
+				}
+				continue
+			}
+			tp, ok := parseTopicPartition(e.Name())
+			if !ok {
+				continue
+			}
+			key := checkpoint.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+			jobs = append(jobs, job{tp: tp, dir: i, path: p, rp: rps[key], lso: lsos[key], cleanShutdown: clean})
+		}
+	}
+
+	// Load in parallel, bounded by the CPUs (recovery is I/O and CRC bound).
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var errs []error
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			l, err := OpenLog(j.path, cfg.Defaults, j.rp, j.lso, j.cleanShutdown, logger)
+			errMu.Lock()
+			defer errMu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("load %s: %w", j.path, err))
+				return
+			}
+			m.logs[j.tp] = managedLog{log: l, dir: j.dir}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, ml := range m.logs {
+			ml.log.Close()
+		}
+		return nil, err
+	}
+	for _, dir := range cfg.Dirs {
+		if err := os.Remove(filepath.Join(dir, cleanShutdownFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("remove clean-shutdown marker in %s: %w", dir, err)
+		}
+		if err := syncDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	logger.Info("log manager loaded", "partitions", len(m.logs), "dirs", len(cfg.Dirs))
+	return m, nil
+}
+
+// readCheckpoint reads an offset checkpoint; an unreadable one is treated
+// as empty (recovery then starts from offset 0, which is safe).
+func (m *Manager) readCheckpoint(path string) map[checkpoint.TopicPartition]int64 {
+	offs, err := checkpoint.ReadOffsets(path)
+	if err != nil {
+		m.logger.Warn("ignoring unreadable checkpoint", "file", path, "err", err)
+		return nil
+	}
+	return offs
+}
 
 // Get returns the log, or nil.
-func (m *Manager) Get(tp TopicPartition) *Log { panic("TODO") }
+func (m *Manager) Get(tp TopicPartition) *Log {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.logs[tp].log
+}
 
-// GetOrCreate returns the log, creating it with cfg if absent.
-func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) { panic("TODO") }
+// GetOrCreate returns the log, creating it with cfg if absent, in the log
+// dir holding the fewest partitions.
+func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
+	if _, ok := parseTopicPartition(tp.dirName()); !ok || strings.ContainsAny(tp.Topic, `/\`) || tp.Topic == "." || tp.Topic == ".." {
+		return nil, fmt.Errorf("invalid partition name %q", tp.dirName())
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	if ml, ok := m.logs[tp]; ok {
+		return ml.log, nil
+	}
+	counts := make([]int, len(m.cfg.Dirs))
+	for _, ml := range m.logs {
+		counts[ml.dir]++
+	}
+	dir := 0
+	for i, c := range counts {
+		if c < counts[dir] {
+			dir = i
+		}
+	}
+	l, err := OpenLog(filepath.Join(m.cfg.Dirs[dir], tp.dirName()), cfg, 0, 0, false, m.logger)
+	if err != nil {
+		return nil, fmt.Errorf("create log %s: %w", tp.dirName(), err)
+	}
+	m.logs[tp] = managedLog{log: l, dir: dir}
+	return l, nil
+}
 
-// Partitions lists every loaded partition.
-func (m *Manager) Partitions() []TopicPartition { panic("TODO") }
+// Partitions lists every loaded partition, sorted.
+func (m *Manager) Partitions() []TopicPartition {
+	m.mu.RLock()
+	out := make([]TopicPartition, 0, len(m.logs))
+	for tp := range m.logs {
+		out = append(out, tp)
+	}
+	m.mu.RUnlock()
+	slices.SortFunc(out, func(a, b TopicPartition) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition) - int(b.Partition)
+	})
+	return out
+}
 
 // Delete closes and removes a partition's log (renamed to
-// "<topic>-<partition>.<uuid>-delete" first, removed after).
-func (m *Manager) Delete(tp TopicPartition) error { panic("TODO") }
+// "<topic>-<partition>.<random hex>-delete" first, removed after).
+func (m *Manager) Delete(tp TopicPartition) error {
+	m.mu.Lock()
+	ml, ok := m.logs[tp]
+	delete(m.logs, tp)
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if err := ml.log.Delete(); err != nil {
+		return fmt.Errorf("delete partition %s: %w", tp.dirName(), err)
+	}
+	return nil
+}
 
 // Checkpoint writes recovery-point and log-start-offset checkpoints now.
-func (m *Manager) Checkpoint() error { panic("TODO") }
+func (m *Manager) Checkpoint() error {
+	m.ckMu.Lock()
+	defer m.ckMu.Unlock()
+	rps := make([]map[checkpoint.TopicPartition]int64, len(m.cfg.Dirs))
+	lsos := make([]map[checkpoint.TopicPartition]int64, len(m.cfg.Dirs))
+	for i := range m.cfg.Dirs {
+		rps[i] = make(map[checkpoint.TopicPartition]int64)
+		lsos[i] = make(map[checkpoint.TopicPartition]int64)
+	}
+	m.mu.RLock()
+	for tp, ml := range m.logs {
+		key := checkpoint.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+		rps[ml.dir][key] = ml.log.RecoveryPoint()
+		lsos[ml.dir][key] = ml.log.LogStartOffset()
+	}
+	m.mu.RUnlock()
+	var errs []error
+	for i, dir := range m.cfg.Dirs {
+		if err := checkpoint.WriteOffsets(filepath.Join(dir, recoveryPointFile), rps[i]); err != nil {
+			errs = append(errs, fmt.Errorf("write recovery points in %s: %w", dir, err))
+		}
+		if err := checkpoint.WriteOffsets(filepath.Join(dir, logStartFile), lsos[i]); err != nil {
+			errs = append(errs, fmt.Errorf("write log start offsets in %s: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Close flushes, checkpoints, closes every log and writes the
-// clean-shutdown marker in each dir.
-func (m *Manager) Close() error { panic("TODO") }
+// clean-shutdown marker in each dir whose logs all closed cleanly.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	logs := make(map[TopicPartition]managedLog, len(m.logs))
+	for tp, ml := range m.logs {
+		logs[tp] = ml
+	}
+	m.mu.Unlock()
+
+	var errs []error
+	failed := make([]bool, len(m.cfg.Dirs))
+	for tp, ml := range logs {
+		if err := ml.log.Flush(); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, fmt.Errorf("flush %s: %w", tp.dirName(), err))
+			failed[ml.dir] = true
+		}
+	}
+	if err := m.Checkpoint(); err != nil {
+		errs = append(errs, err)
+		for i := range failed { // without checkpoints no dir may claim a clean shutdown
+			failed[i] = true
+		}
+	}
+	for tp, ml := range logs {
+		if err := ml.log.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", tp.dirName(), err))
+			failed[ml.dir] = true
+		}
+	}
+	for i, dir := range m.cfg.Dirs {
+		if failed[i] {
+			continue
+		}
+		if err := checkpoint.WriteFileAtomic(filepath.Join(dir, cleanShutdownFile), nil); err != nil {
+			errs = append(errs, fmt.Errorf("write clean-shutdown marker in %s: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run runs background work (retention, flush, roll, checkpoints) until ctx ends.
+func (m *Manager) Run(ctx context.Context) {
+	retention := time.NewTicker(interval(m.cfg.RetentionCheckIntervalMs, 300000))
+	defer retention.Stop()
+	// Checking more often than the scheduler interval is harmless (each
+	// log compares against its own flush.ms and segment.ms), and idle
+	// logs still need their time-based roll.
+	flush := time.NewTicker(min(interval(m.cfg.FlushSchedulerIntervalMs, 1000), time.Second))
+	defer flush.Stop()
+	ckpt := time.NewTicker(interval(m.cfg.CheckpointIntervalMs, 60000))
+	defer ckpt.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-retention.C:
+			for _, l := range m.snapshot() {
+				if _, err := l.EnforceRetention(now); err != nil && !errors.Is(err, ErrClosed) {
+					m.logger.Error("retention", "log", l.Dir(), "err", err)
+				}
+			}
+		case now := <-flush.C:
+			for _, l := range m.snapshot() {
+				if err := l.flushIfDue(now); err != nil {
+					m.logger.Error("scheduled flush", "log", l.Dir(), "err", err)
+				}
+				if err := l.MaybeRoll(now); err != nil && !errors.Is(err, ErrClosed) {
+					m.logger.Error("scheduled roll", "log", l.Dir(), "err", err)
+				}
+			}
+		case <-ckpt.C:
+			if err := m.Checkpoint(); err != nil {
+				m.logger.Error("checkpoint", "err", err)
+			}
+		}
+	}
+}
+
+// snapshot returns the current logs (work is done outside the map lock).
+func (m *Manager) snapshot() []*Log {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Log, 0, len(m.logs))
+	for _, ml := range m.logs {
+		out = append(out, ml.log)
+	}
+	return out
+}
+
+// interval converts a millisecond setting to a ticker period, using def
+// for unset values and capping "never" values (Kafka uses Long.MaxValue)
+// that would overflow a Duration.
+func interval(ms, def int64) time.Duration {
+	if ms <= 0 {
+		ms = def
+	}
+	ms = min(ms, int64(time.Hour/time.Millisecond))
+	return time.Duration(ms) * time.Millisecond
+}
