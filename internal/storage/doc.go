@@ -1,0 +1,79 @@
+// Package storage is the partition log: Kafka's on-disk layout, append,
+// read, roll, flush, crash recovery, truncation and retention, plus the
+// Manager that owns every log in the log dirs.
+//
+// # Files
+//
+//	<log.dir>/.kafka_cleanshutdown             present only after a clean Close
+//	<log.dir>/recovery-point-offset-checkpoint  "topic partition offset" lines
+//	<log.dir>/log-start-offset-checkpoint
+//	<log.dir>/<topic>-<partition>/
+//	    00000000000000000000.log        record batches (magic v2), back to back
+//	    00000000000000000000.index      sparse offset index
+//	    00000000000000000000.timeindex  sparse time index
+//	    00000000000000000000.snapshot   producer state (written by the hook)
+//	    leader-epoch-checkpoint
+//	<log.dir>/<topic>-<partition>.<hex>-delete/   a deleted partition, being removed
+//
+// A segment's files are named by its base offset, 20 digits. Retired
+// segments are renamed "*.deleted" and removed file.delete.delay.ms later;
+// their open handles stay valid so a reader in flight is not disturbed.
+//
+// # Byte layouts (big-endian)
+//
+//	.log       | baseOffset int64 | batchLength int32 | leaderEpoch int32 | magic=2 |
+//	           | crc uint32 (CRC-32C of the rest) | attributes ... records |   x N
+//	.index     | relOffset int32 | position int32 |       one per >4096 bytes
+//	           relOffset = batch base offset - segment base; position = byte
+//	           where that batch starts in the .log
+//	.timeindex | timestamp int64 | relOffset int32 |       same cadence
+//	           the segment's max timestamp so far and the last offset of the
+//	           batch carrying it; a final entry is added at roll and close
+//	           so the segment's max timestamp survives a restart
+//
+// # Concurrency
+//
+// Writers (Append, roll, Flush, TruncateTo, DeleteRecordsBefore,
+// EnforceRetention, Close) serialise on one mutex. Readers take no lock:
+// they load the log end offset, then an immutable segment slice (swapped
+// whole by writers), then each segment's published size, and use pread.
+// Append writes the bytes, adds index entries, publishes the segment
+// size, then the log end, so a reader never sees a partial batch.
+//
+// # Recovery (OpenLog)
+//
+//  1. Remove *.deleted, *.tmp and index files without a .log.
+//  2. No segment at all: create one at the log start offset.
+//  3. Open every segment. An index that is missing (beside a non-empty
+//     .log), fails to open (index.ErrCorrupt) or fails its sanity check is
+//     marked for rebuild.
+//  4. Clean shutdown: every segment is trusted. Otherwise segments wholly
+//     below the one holding the recovery point are trusted (they were
+//     fsynced with their indexes at roll) and the rest are recovered.
+//  5. Trusted segments marked for rebuild are rescanned; invalid bytes
+//     there are an error naming the file and byte position, never cut.
+//     The log end of a trusted last segment comes from scanning the batch
+//     headers after its last offset-index entry.
+//  6. Recovered segments are read batch by batch: framing (length fits
+//     the file), CRC-32C, offsets (>= segment base, increasing, below the
+//     next segment, relative offset fits int32). Indexes and max timestamp
+//     are rebuilt on the way. At the first invalid byte the .log is
+//     truncated and every later segment deleted; both are logged (file,
+//     byte position, bytes cut, next offset, reason).
+//  7. Log start = max(checkpoint, first base). If the log end fell below
+//     it, the segments are dropped and the log restarts empty there.
+//     Recovery point = log end after a clean shutdown, else
+//     min(checkpoint, log end). The leader epoch cache is truncated to
+//     [log start, log end).
+//
+// Rolls fsync every segment from the recovery point up to the new one
+// (with indexes) and move the recovery point to the new base; Flush does
+// the same for the active .log. So everything below the recovery point is
+// on disk with valid indexes, which is what step 4 relies on.
+//
+// # Truncation
+//
+// TruncateTo never splits a batch: an offset inside a batch removes the
+// whole batch and the log end becomes its base offset, which may be below
+// the requested offset.
+package storage
