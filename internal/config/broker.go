@@ -60,16 +60,16 @@ type Broker struct {
 	MinInsyncReplicas        int32 // min.insync.replicas
 
 	// Replication and the controller.
-	ReplicaLagTimeMaxMs         int64 // replica.lag.time.max.ms
-	ReplicaFetchMaxBytes        int64 // replica.fetch.max.bytes
+	ReplicaLagTimeMaxMs          int64 // replica.lag.time.max.ms
+	ReplicaFetchMaxBytes         int64 // replica.fetch.max.bytes
 	ReplicaFetchResponseMaxBytes int64 // replica.fetch.response.max.bytes
-	ReplicaFetchMinBytes        int64 // replica.fetch.min.bytes
-	ReplicaFetchWaitMaxMs       int64 // replica.fetch.wait.max.ms
-	ReplicaFetchBackoffMs       int64 // replica.fetch.backoff.ms
-	NumReplicaFetchers          int32 // num.replica.fetchers
-	UncleanLeaderElectionEnable bool  // unclean.leader.election.enable
-	BrokerSessionTimeoutMs      int64 // broker.session.timeout.ms
-	BrokerHeartbeatIntervalMs   int64 // broker.heartbeat.interval.ms
+	ReplicaFetchMinBytes         int64 // replica.fetch.min.bytes
+	ReplicaFetchWaitMaxMs        int64 // replica.fetch.wait.max.ms
+	ReplicaFetchBackoffMs        int64 // replica.fetch.backoff.ms
+	NumReplicaFetchers           int32 // num.replica.fetchers
+	UncleanLeaderElectionEnable  bool  // unclean.leader.election.enable
+	BrokerSessionTimeoutMs       int64 // broker.session.timeout.ms
+	BrokerHeartbeatIntervalMs    int64 // broker.heartbeat.interval.ms
 
 	// Groups, offsets and transactions.
 	OffsetsTopicNumPartitions            int32 // offsets.topic.num.partitions
