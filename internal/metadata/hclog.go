@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -50,6 +51,12 @@ func (h *slogHCLog) enabled(level hclog.Level) bool {
 func (h *slogHCLog) Log(level hclog.Level, msg string, args ...interface{}) {
 	if !h.enabled(level) {
 		return
+	}
+	if level == hclog.Warn && isExpectedElection(msg, args) {
+		level = hclog.Info // every start of a node that has no leader yet
+		if !h.enabled(level) {
+			return
+		}
 	}
 	all := make([]any, 0, len(args)+len(h.args)+2)
 	if h.name != "" {
@@ -106,4 +113,19 @@ func (h *slogHCLog) StandardLogger(opts *hclog.StandardLoggerOptions) *log.Logge
 
 func (h *slogHCLog) StandardWriter(opts *hclog.StandardLoggerOptions) io.Writer {
 	return h.StandardLogger(opts).Writer()
+}
+
+// isExpectedElection recognises raft's warning when a node that has never
+// heard of a leader starts an election: that is how every start begins, not
+// a problem worth a warning.
+func isExpectedElection(msg string, args []any) bool {
+	if msg != "heartbeat timeout reached, starting election" {
+		return false
+	}
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, _ := args[i].(string); k == "last-leader-addr" {
+			return fmt.Sprint(args[i+1]) == ""
+		}
+	}
+	return false
 }
