@@ -44,12 +44,12 @@ func parseBool(key, raw string) (bool, error) {
 
 // parseInt parses a Kafka SHORT, INT or LONG and checks lo <= n <= hi.
 func parseInt(key, raw string, typ Type, lo, hi int64) (int64, error) {
-	bits, what := 64, "an integer"
+	bits, typeMax, what := 64, int64(math.MaxInt64), "an integer"
 	switch typ {
 	case TypeShort:
-		bits, what = 16, "a 16-bit integer"
+		bits, typeMax, what = 16, math.MaxInt16, "a 16-bit integer"
 	case TypeInt:
-		bits, what = 32, "a 32-bit integer"
+		bits, typeMax, what = 32, math.MaxInt32, "a 32-bit integer"
 	}
 	s := strings.TrimSpace(raw)
 	n, err := strconv.ParseInt(s, 10, bits)
@@ -58,6 +58,9 @@ func parseInt(key, raw string, typ Type, lo, hi int64) (int64, error) {
 			return 0, invalid(key, raw, "out of range for %s", what)
 		}
 		return 0, invalid(key, raw, "not an integer")
+	}
+	if hi >= typeMax {
+		hi = noMax // the type's own limit: already checked
 	}
 	if err := checkRange(key, raw, n, lo, hi); err != nil {
 		return 0, err
