@@ -57,6 +57,11 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.logEnd.Store(newEnd)
 		l.scheduleDeletes(segs[i+1:], cfg)
 	}
+	// A cut inside the batch holding the log start moves the end below
+	// the start; keep start <= end as Kafka does.
+	if l.logStart.Load() > newEnd {
+		l.logStart.Store(newEnd)
+	}
 	if l.recoveryPoint.Load() > newEnd {
 		l.recoveryPoint.Store(newEnd)
 	}
