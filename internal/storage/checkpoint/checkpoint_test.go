@@ -201,4 +201,3 @@ func TestParseEpochsErrors(t *testing.T) {
 		})
 	}
 }
-
