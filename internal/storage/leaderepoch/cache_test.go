@@ -1,0 +1,275 @@
+package leaderepoch
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/weir-project/weir/internal/storage/checkpoint"
+)
+
+type entries = []checkpoint.EpochEntry
+
+// newCache opens an empty cache and assigns the given (epoch, start) pairs.
+func newCache(t *testing.T, pairs ...checkpoint.EpochEntry) (*Cache, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "leader-epoch-checkpoint")
+	c, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	for _, p := range pairs {
+		if err := c.Assign(p.Epoch, p.StartOffset); err != nil {
+			t.Fatalf("Assign%v: %v", p, err)
+		}
+	}
+	return c, path
+}
+
+// checkEntries asserts the cache and its file both hold want.
+func checkEntries(t *testing.T, c *Cache, path string, want entries) {
+	t.Helper()
+	if got := c.Entries(); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+		t.Fatalf("entries %v, want %v", got, want)
+	}
+	onDisk, err := checkpoint.ReadEpochs(path)
+	if err != nil {
+		t.Fatalf("ReadEpochs: %v", err)
+	}
+	if !reflect.DeepEqual(onDisk, want) && !(len(onDisk) == 0 && len(want) == 0) {
+		t.Fatalf("file holds %v, want %v", onDisk, want)
+	}
+}
+
+// es builds entries from (epoch, start offset) pairs.
+func es(pairs ...int64) entries {
+	var out entries
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out = append(out, checkpoint.EpochEntry{Epoch: int32(pairs[i]), StartOffset: pairs[i+1]})
+	}
+	return out
+}
+
+var kip101 = entries{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 10}, {Epoch: 3, StartOffset: 20}}
+
+func TestEmptyCache(t *testing.T) {
+	c, path := newCache(t)
+	if _, _, ok := c.Latest(); ok {
+		t.Fatal("Latest ok on empty cache")
+	}
+	if e, o := c.EndOffsetFor(0, 100); e != -1 || o != -1 {
+		t.Fatalf("EndOffsetFor on empty = (%d, %d)", e, o)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("empty cache wrote a file: %v", err)
+	}
+}
+
+func TestAssignPersistsAndReloads(t *testing.T) {
+	c, path := newCache(t, kip101...)
+	checkEntries(t, c, path, kip101)
+	if e, o, ok := c.Latest(); !ok || e != 3 || o != 20 {
+		t.Fatalf("Latest = (%d, %d, %v)", e, o, ok)
+	}
+	data, _ := os.ReadFile(path)
+	if string(data) != "0\n3\n0 0\n1 10\n3 20\n" {
+		t.Fatalf("file %q", data)
+	}
+	d, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(d.Entries(), kip101) {
+		t.Fatalf("reloaded %v", d.Entries())
+	}
+}
+
+func TestEndOffsetFor(t *testing.T) {
+	c, _ := newCache(t, kip101...)
+	for _, tc := range []struct {
+		epoch     int32
+		wantEpoch int32
+		wantEnd   int64
+	}{
+		{0, 0, 10},   // an old epoch ends where the next begins
+		{1, 1, 20},   //
+		{2, 1, 20},   // unknown epoch between: the largest epoch below it
+		{3, 3, 30},   // the latest epoch runs to the log end
+		{5, -1, -1},  // newer than anything we know (Kafka: undefined)
+		{-1, -1, -1}, // undefined epoch
+	} {
+		e, o := c.EndOffsetFor(tc.epoch, 30)
+		if e != tc.wantEpoch || o != tc.wantEnd {
+			t.Errorf("EndOffsetFor(%d, 30) = (%d, %d), want (%d, %d)", tc.epoch, e, o, tc.wantEpoch, tc.wantEnd)
+		}
+	}
+}
+
+func TestEndOffsetForEpochOlderThanHistory(t *testing.T) {
+	// Retention removed epochs 0-1: Kafka answers the requested epoch with
+	// the first known start offset, so the follower truncates there.
+	c, _ := newCache(t, checkpoint.EpochEntry{Epoch: 2, StartOffset: 5}, checkpoint.EpochEntry{Epoch: 4, StartOffset: 20})
+	if e, o := c.EndOffsetFor(1, 30); e != 1 || o != 5 {
+		t.Fatalf("EndOffsetFor(1) = (%d, %d), want (1, 5)", e, o)
+	}
+}
+
+func TestKIP279WalkBack(t *testing.T) {
+	// Leader took over in epoch 2 at offset 15; a follower whose latest
+	// epoch is 1 learns that its epoch ended (for the leader) in epoch 0's
+	// range at 15, and truncates there.
+	leader, _ := newCache(t, checkpoint.EpochEntry{Epoch: 0, StartOffset: 0}, checkpoint.EpochEntry{Epoch: 2, StartOffset: 15})
+	if e, o := leader.EndOffsetFor(1, 40); e != 0 || o != 15 {
+		t.Fatalf("leader EndOffsetFor(1) = (%d, %d), want (0, 15)", e, o)
+	}
+	// The follower then asks for epoch 0, which both know.
+	if e, o := leader.EndOffsetFor(0, 40); e != 0 || o != 15 {
+		t.Fatalf("leader EndOffsetFor(0) = (%d, %d), want (0, 15)", e, o)
+	}
+}
+
+func TestAssignRules(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		epoch  int32
+		offset int64
+		want   entries
+	}{
+		{"same epoch later offset is a no-op", 3, 25, kip101},
+		{"same epoch same offset is a no-op", 3, 20, kip101},
+		{"newer epoch appends", 4, 30, append(append(entries{}, kip101...), checkpoint.EpochEntry{Epoch: 4, StartOffset: 30})},
+		{"newer epoch at latest start replaces it", 4, 20, es(0, 0, 1, 10, 4, 20)},
+		{"same epoch earlier offset moves it", 3, 15, es(0, 0, 1, 10, 3, 15)},
+		{"newer epoch earlier offset drops later entries", 4, 15, es(0, 0, 1, 10, 4, 15)},
+		{"older epoch drops newer entries", 2, 25, es(0, 0, 1, 10, 2, 25)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, path := newCache(t, kip101...)
+			if err := c.Assign(tc.epoch, tc.offset); err != nil {
+				t.Fatal(err)
+			}
+			checkEntries(t, c, path, tc.want)
+		})
+	}
+	c, _ := newCache(t)
+	if c.Assign(-1, 0) == nil || c.Assign(0, -1) == nil {
+		t.Fatal("negative Assign accepted")
+	}
+}
+
+func TestTruncateFromEnd(t *testing.T) {
+	for _, tc := range []struct {
+		offset int64
+		want   entries
+	}{
+		{100, kip101},
+		{21, kip101},
+		{20, es(0, 0, 1, 10)},
+		{15, es(0, 0, 1, 10)},
+		{10, es(0, 0)},
+		{0, nil},
+		{-1, kip101}, // undefined: ignored
+	} {
+		c, path := newCache(t, kip101...)
+		if err := c.TruncateFromEnd(tc.offset); err != nil {
+			t.Fatal(err)
+		}
+		checkEntries(t, c, path, tc.want)
+	}
+}
+
+func TestTruncateFromStart(t *testing.T) {
+	for _, tc := range []struct {
+		offset int64
+		want   entries
+	}{
+		{0, kip101},
+		{5, es(0, 5, 1, 10, 3, 20)},
+		{10, es(1, 10, 3, 20)},
+		{15, es(1, 15, 3, 20)},
+		{20, es(3, 20)},
+		{25, es(3, 25)},
+	} {
+		c, path := newCache(t, kip101...)
+		if err := c.TruncateFromStart(tc.offset); err != nil {
+			t.Fatal(err)
+		}
+		checkEntries(t, c, path, tc.want)
+	}
+	// Entries all above the new start: nothing changes.
+	c, path := newCache(t, checkpoint.EpochEntry{Epoch: 2, StartOffset: 50})
+	if err := c.TruncateFromStart(10); err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, c, path, es(2, 50))
+}
+
+func TestOpenReplaysNonMonotonicFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "leader-epoch-checkpoint")
+	if err := os.WriteFile(path, []byte("0\n3\n0 0\n2 10\n1 20\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (es(0, 0, 1, 20)); !reflect.DeepEqual(c.Entries(), want) {
+		t.Fatalf("entries %v, want %v", c.Entries(), want)
+	}
+}
+
+func TestOpenMalformed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "leader-epoch-checkpoint")
+	if err := os.WriteFile(path, []byte("0\n2\n0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path); !errors.Is(err, checkpoint.ErrMalformed) {
+		t.Fatalf("Open = %v, want ErrMalformed", err)
+	}
+}
+
+func TestSetPath(t *testing.T) {
+	c, path := newCache(t, kip101[:1]...)
+	newPath := filepath.Join(t.TempDir(), "moved")
+	c.SetPath(newPath)
+	if err := c.Assign(7, 70); err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, c, newPath, es(0, 0, 7, 70))
+	if old, _ := checkpoint.ReadEpochs(path); len(old) != 1 {
+		t.Fatalf("old file changed: %v", old)
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	c, path := newCache(t)
+	var wg sync.WaitGroup
+	for r := 0; r < 3; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				// Epoch e starts at 10e, so any answer must fit that shape.
+				e, o := c.EndOffsetFor(int32(i%50), 1000)
+				if e >= 0 && o != 1000 && o%10 != 0 {
+					t.Errorf("EndOffsetFor = (%d, %d)", e, o)
+					return
+				}
+				c.Entries()
+			}
+		}()
+	}
+	for e := int32(0); e < 50; e++ {
+		if err := c.Assign(e, int64(e)*10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	if n := len(c.Entries()); n != 50 {
+		t.Fatalf("%d entries", n)
+	}
+	checkEntries(t, c, path, c.Entries())
+}
