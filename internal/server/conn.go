@@ -24,6 +24,10 @@ const (
 	// channel for the same reason: idempotent produce sequences must
 	// arrive in order); reading ahead only hides network latency.
 	readAhead = 8
+	// readAheadBytes bounds the frame bytes read but not yet answered:
+	// past it the reader waits, so large requests (up to
+	// socket.request.max.bytes each) are not queued eight deep.
+	readAheadBytes = 1 << 20
 	// ioBufferSize is the size of each connection's bufio reader and writer.
 	ioBufferSize = 32 << 10
 	// keepBufferMax: a response buffer grown beyond this is dropped after
@@ -51,15 +55,17 @@ type conn struct {
 	closeReason string // set once, under closeOnce
 	closeErr    error
 
-	lastActive atomic.Int64 // unix nanoseconds of the last byte read or response written
-	inflight   atomic.Int32 // requests read and not yet answered
-	served     atomic.Int64 // requests handled, for the close log
+	lastActive atomic.Int64  // unix nanoseconds of the last byte read or response written
+	inflight   atomic.Int32  // requests read and not yet answered
+	pending    atomic.Int64  // frame bytes read and not yet answered
+	answered   chan struct{} // signalled (without blocking) after each answer
+	served     atomic.Int64  // requests handled, for the close log
 
 	wbuf []byte // response encoding buffer, reused by the worker
 }
 
 func newConn(s *Server, listener string, nc net.Conn) *conn {
-	c := &conn{s: s, listener: listener, nc: nc}
+	c := &conn{s: s, listener: listener, nc: nc, answered: make(chan struct{}, 1)}
 	c.log = s.log.With("listener", listener, "remote", nc.RemoteAddr().String())
 	c.lastActive.Store(time.Now().UnixNano())
 	return c
@@ -117,6 +123,13 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 	defer close(queue)
 	br := bufio.NewReaderSize(activityReader{r: c.nc, last: &c.lastActive}, ioBufferSize)
 	for {
+		for c.pending.Load() >= readAheadBytes {
+			select {
+			case <-c.answered:
+			case <-ctx.Done():
+				return
+			}
+		}
 		frame, err := readFrame(br, c.s.cfg.MaxRequestBytes)
 		if err != nil && !errors.Is(err, errFrameSize) {
 			// The peer is gone (or we closed the socket, and the reason
@@ -130,9 +143,11 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 			return
 		}
 		c.inflight.Add(1)
-		p := parsed{err: err}
+		c.pending.Add(int64(len(frame)))
+		p := parsed{err: err, size: len(frame)}
 		if err == nil {
 			p = c.parse(frame)
+			p.size = len(frame)
 		}
 		select {
 		case queue <- p:
@@ -215,6 +230,11 @@ func (c *conn) work(ctx context.Context, queue <-chan parsed) {
 		c.served.Add(1)
 		c.lastActive.Store(time.Now().UnixNano())
 		c.inflight.Add(-1)
+		c.pending.Add(-int64(p.size))
+		select {
+		case c.answered <- struct{}{}:
+		default:
+		}
 	}
 	// The reader closes the queue only after a shutdown or after queueing
 	// an error, which returned above; this is a safety net.

@@ -40,6 +40,7 @@ type parsed struct {
 	req                 kmsg.Request
 	apiVersionsFallback bool
 	err                 error
+	size                int // frame bytes, for the read-ahead budget
 }
 
 // parseRequest decodes one request frame (the bytes after the 4-byte size
