@@ -37,8 +37,12 @@ func (l *lineReader) next() ([]byte, error) {
 	return trimEOL(b), nil
 }
 
+// trimEOL drops a trailing "\n" or "\r\n"; a CR not followed by LF is data.
 func trimEOL(b []byte) []byte {
-	b = bytes.TrimSuffix(b, []byte("\n"))
+	if !bytes.HasSuffix(b, []byte("\n")) {
+		return b
+	}
+	b = b[:len(b)-1]
 	return bytes.TrimSuffix(b, []byte("\r"))
 }
 
