@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"testing"
 
 	"github.com/weir-project/weir/internal/storage/recordbatch"
@@ -105,4 +106,12 @@ func mustAppend(t testing.TB, l *Log, b []byte, epoch int32) (AppendInfo, []byte
 		t.Fatalf("Append: %v", err)
 	}
 	return info, c
+}
+
+// envOr returns the environment variable or def.
+func envOr(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
 }
