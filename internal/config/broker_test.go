@@ -405,3 +405,63 @@ func TestEntriesRoundTrip(t *testing.T) {
 		t.Errorf("reloading Entries changed the configuration:\n got %+v\nwant %+v", again, b)
 	}
 }
+
+// FuzzNew feeds arbitrary server.properties text through the whole of
+// Load's pipeline: no input may panic, an accepted configuration must
+// describe itself in entries that load back to the same values, and its
+// topic defaults must be valid topic values.
+func FuzzNew(f *testing.F) {
+	for _, seed := range []string{
+		"", "node.id=3\nlog.retention.minutes=5", "listeners=A://:0,CONTROLLER://:0\nlistener.security.protocol.map=A:PLAINTEXT,CONTROLLER:PLAINTEXT\ninter.broker.listener.name=A",
+		"process.roles=broker\ncontroller.quorum.voters=1@h:1\nlisteners=PLAINTEXT://:0", "log.cleanup.policy=compact,delete\nlog.cleaner.min.cleanable.ratio=1e-3",
+		"log.segment.bytes=14\nlog.roll.ms=1", "advertised.listeners=PLAINTEXT://h:0", "log.retention.hours=-3",
+	} {
+		f.Add([]byte(seed), uint(0), "")
+	}
+	f.Add([]byte(""), uint(brokerKeyIndex["listeners"]), "PLAINTEXT://[::1]:0,CONTROLLER://:1")
+	f.Add([]byte(""), uint(brokerKeyIndex["log.cleaner.min.cleanable.ratio"]), "0.25")
+	f.Add([]byte(""), uint(brokerKeyIndex["log.retention.ms"]), "-9")
+	// data is a properties file; key picks one known key to set to value,
+	// so that the fuzzer reaches every validator without guessing names.
+	f.Fuzz(func(t *testing.T, data []byte, key uint, value string) {
+		props, err := ParseProperties(data)
+		if err != nil {
+			return
+		}
+		m := make(map[string]string)
+		for _, p := range props {
+			m[p.Key] = p.Value
+		}
+		if value != "" {
+			m[brokerKeys[key%uint(len(brokerKeys))].name] = value
+		}
+		b, _, err := New(m)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v does not wrap ErrInvalidConfig", err)
+			}
+			return
+		}
+		again := make(map[string]string)
+		for _, e := range b.Entries() {
+			if !e.Null {
+				again[e.Name] = e.Value
+			}
+		}
+		b2, _, err := New(again)
+		if err != nil {
+			t.Fatalf("entries of an accepted config do not load: %v\n%v", err, again)
+		}
+		want := b.Entries()
+		for i, e := range b2.Entries() {
+			if w := want[i]; e.Value != w.Value {
+				t.Fatalf("%s: %q after reload, was %q", e.Name, e.Value, w.Value)
+			}
+		}
+		for k, v := range b.TopicDefaults() {
+			if err := ValidateTopicConfig(k, v); err != nil {
+				t.Fatalf("topic default %s=%q invalid: %v", k, v, err)
+			}
+		}
+	})
+}

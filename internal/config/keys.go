@@ -189,8 +189,14 @@ var brokerKeys = []brokerKey{
 		},
 		func(b *Broker) (string, bool) { return strings.Join(b.LogDirs, ","), true },
 		"Directories holding the partition logs, comma-separated; overrides log.dir."),
-	stringKey("log.dir", "./weir-data", false, func(b *Broker) *string { return &b.logDir },
-		"The log directory when log.dirs is not set."),
+	complexKey("log.dir", TypeString, "./weir-data", false,
+		func(b *Broker, raw string) error {
+			// Kafka reads log.dir as a list too when log.dirs is unset.
+			b.logDir = strings.TrimSpace(raw)
+			return checkDirs("log.dir", raw, parseList(raw))
+		},
+		func(b *Broker) (string, bool) { return b.logDir, true },
+		"The log directory (or comma-separated directories) when log.dirs is not set."),
 	stringKey("metadata.log.dir", "", true, func(b *Broker) *string { return &b.MetadataLogDir },
 		"Directory of the Raft metadata log; defaults to the first log directory."),
 	intKey("log.segment.bytes", TypeInt, 1073741824, 14, math.MaxInt32, func(b *Broker) *int64 { return &b.LogSegmentBytes },

@@ -25,7 +25,7 @@ func (b *Broker) resolve() error {
 // or under two names; the more precise key wins, as in Kafka.
 func (b *Broker) resolveSynonyms() {
 	if !b.IsSet("log.dirs") {
-		b.LogDirs = []string{b.logDir}
+		b.LogDirs = parseList(b.logDir)
 	}
 	if b.logRollMs != nil {
 		b.LogRollMs = *b.logRollMs
