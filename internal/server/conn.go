@@ -210,9 +210,13 @@ func (c *conn) work(ctx context.Context, queue <-chan parsed) {
 			return
 		}
 		if p.err != nil {
-			c.log.Warn("closing connection on protocol error",
-				"api_key", p.hdr.APIKey, "api_version", p.hdr.APIVersion,
-				"correlation_id", p.hdr.CorrelationID, "client_id", p.hdr.ClientID, "err", p.err)
+			if errors.Is(p.err, errFrameSize) {
+				c.log.Warn("closing connection on protocol error", "err", p.err)
+			} else {
+				c.log.Warn("closing connection on protocol error",
+					"api_key", p.hdr.APIKey, "api_version", p.hdr.APIVersion,
+					"correlation_id", p.hdr.CorrelationID, "client_id", p.hdr.ClientID, "err", p.err)
+			}
 			c.shutdown("protocol error", p.err)
 			return
 		}

@@ -29,12 +29,14 @@ var testAPIs = map[int16][2]int16{
 	3:  {0, 12}, // Metadata
 	10: {0, 4},  // FindCoordinator: panics
 	12: {0, 4},  // Heartbeat: returns an error
+	14: {0, 5},  // SyncGroup: answers with the wrong response type
 	18: {0, 3},  // ApiVersions
 }
 
 // testHandler answers Metadata and Produce with empty responses (nothing
 // for acks=0), blocks ListOffsets until its context is cancelled or hold
-// elapses, panics on FindCoordinator and fails Heartbeat. It counts calls
+// elapses, panics on FindCoordinator, fails Heartbeat and answers SyncGroup
+// with a Metadata response. It counts calls
 // and the highest number of concurrent calls.
 type testHandler struct {
 	mu        sync.Mutex
@@ -98,6 +100,8 @@ func (h *testHandler) Handle(ctx context.Context, rc *RequestContext, req kmsg.R
 		panic("test handler: FindCoordinator always panics")
 	case *kmsg.HeartbeatRequest:
 		return nil, errors.New("test handler: Heartbeat always fails")
+	case *kmsg.SyncGroupRequest:
+		return kmsg.NewPtrMetadataResponse(), nil // the wrong kind
 	}
 	return nil, fmt.Errorf("test handler: unexpected %s", kmsg.NameForKey(req.Key()))
 }
@@ -129,7 +133,7 @@ type testServer struct {
 
 // startServer starts a server on 127.0.0.1:0 with testAPIs and h; edit
 // changes the config first. The server is stopped at test cleanup.
-func startServer(t *testing.T, h *testHandler, edit func(*Config)) *testServer {
+func startServer(t testing.TB, h *testHandler, edit func(*Config)) *testServer {
 	t.Helper()
 	cfg := Config{
 		Listeners: []Listener{{Name: "PLAINTEXT", Addr: "127.0.0.1:0"}},
@@ -152,7 +156,7 @@ func startServer(t *testing.T, h *testHandler, edit func(*Config)) *testServer {
 }
 
 // stop cancels Serve and waits for it to return.
-func (ts *testServer) stop(t *testing.T) {
+func (ts *testServer) stop(t testing.TB) {
 	t.Helper()
 	ts.cancel()
 	select {
@@ -168,7 +172,7 @@ func (ts *testServer) stop(t *testing.T) {
 	}
 }
 
-func dial(t *testing.T, addr string) net.Conn {
+func dial(t testing.TB, addr string) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, waitLimit)
 	if err != nil {
@@ -206,7 +210,7 @@ func rawFrame(body []byte) []byte {
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
 }
 
-func send(t *testing.T, c net.Conn, frames ...[]byte) {
+func send(t testing.TB, c net.Conn, frames ...[]byte) {
 	t.Helper()
 	if err := c.SetWriteDeadline(time.Now().Add(waitLimit)); err != nil {
 		t.Fatal(err)
@@ -217,7 +221,7 @@ func send(t *testing.T, c net.Conn, frames ...[]byte) {
 }
 
 // readResponse reads one response frame and splits off the correlation id.
-func readResponse(t *testing.T, c net.Conn) (int32, []byte) {
+func readResponse(t testing.TB, c net.Conn) (int32, []byte) {
 	t.Helper()
 	if err := c.SetReadDeadline(time.Now().Add(waitLimit)); err != nil {
 		t.Fatal(err)

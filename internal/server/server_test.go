@@ -15,7 +15,7 @@ func wantAPIVersions(v int16, errCode int16) []byte {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(v)
 	resp.ErrorCode = errCode
-	for _, k := range []int16{0, 2, 3, 10, 12, 18} {
+	for _, k := range []int16{0, 2, 3, 10, 12, 14, 18} {
 		r := testAPIs[k]
 		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: r[0], MaxVersion: r[1]})
 	}
@@ -283,6 +283,14 @@ func TestHandlerErrorClosesConnection(t *testing.T) {
 	ts := startServer(t, newTestHandler(), nil)
 	c := dial(t, ts.addr)
 	send(t, c, encodeRequest(kmsg.NewPtrHeartbeatRequest(), 0, 1, nil))
+	expectClosed(t, c)
+	expectServing(t, ts.addr)
+}
+
+func TestWrongResponseKindClosesConnection(t *testing.T) {
+	ts := startServer(t, newTestHandler(), nil)
+	c := dial(t, ts.addr)
+	send(t, c, encodeRequest(kmsg.NewPtrSyncGroupRequest(), 3, 1, nil))
 	expectClosed(t, c)
 	expectServing(t, ts.addr)
 }
