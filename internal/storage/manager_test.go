@@ -1,0 +1,142 @@
+package storage
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/weir-project/weir/internal/storage/checkpoint"
+)
+
+func TestManagerLifecycle(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	cfg := testConfig()
+	cfg.SegmentBytes = 2048
+	mc := ManagerConfig{Dirs: dirs, Defaults: cfg}
+	m, err := OpenManager(mc, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tps := []TopicPartition{{"a", 0}, {"a", 1}, {"b-x", 0}, {"b-x", 12}}
+	for i, tp := range tps {
+		l, err := m.GetOrCreate(tp, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 10 * (i + 1) {
+			mustAppend(t, l, makeBatch(t, 2, 50, 1, tp.Topic), 0)
+		}
+	}
+	// Placement: the dir with fewest partitions gets the next one.
+	for _, d := range dirs {
+		ents, _ := filepath.Glob(filepath.Join(d, "*-*"))
+		if len(ents) != 2 {
+			t.Fatalf("dir %s holds %v", d, ents)
+		}
+	}
+	if got := m.Partitions(); len(got) != 4 || got[0] != (TopicPartition{"a", 0}) || got[3] != (TopicPartition{"b-x", 12}) {
+		t.Fatalf("Partitions = %v", got)
+	}
+	if _, err := m.GetOrCreate(TopicPartition{"../evil", 0}, cfg); err == nil {
+		t.Fatal("accepted a path in a topic name")
+	}
+	if err := m.Delete(TopicPartition{"a", 1}); err != nil {
+		t.Fatal(err)
+	}
+	if m.Get(TopicPartition{"a", 1}) != nil {
+		t.Fatal("deleted partition still served")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, cleanShutdownFile)); err != nil {
+			t.Fatalf("no clean-shutdown marker in %s", d)
+		}
+		rps, err := checkpoint.ReadOffsets(filepath.Join(d, recoveryPointFile))
+		if err != nil || len(rps) == 0 {
+			t.Fatalf("recovery points in %s: %v %v", d, rps, err)
+		}
+		for tp, off := range rps {
+			if tp.Topic == "a" && tp.Partition == 1 {
+				t.Fatal("deleted partition checkpointed")
+			}
+			if off == 0 {
+				t.Fatalf("recovery point of %v is 0 after Close", tp)
+			}
+		}
+	}
+
+	m2, err := OpenManager(mc, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, cleanShutdownFile)); !os.IsNotExist(err) {
+			t.Fatal("marker not removed at open")
+		}
+	}
+	if len(m2.Partitions()) != 3 {
+		t.Fatalf("reloaded %v", m2.Partitions())
+	}
+	if l := m2.Get(TopicPartition{"b-x", 12}); l == nil || l.LogEndOffset() != 80 {
+		t.Fatalf("b-x-12 not reloaded intact")
+	}
+}
+
+func TestManagerRunRetentionAndCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	cfg.SegmentBytes = 1024
+	cfg.RetentionBytes = 2048
+	m, err := OpenManager(ManagerConfig{Dirs: []string{dir}, Defaults: cfg,
+		RetentionCheckIntervalMs: 10, CheckpointIntervalMs: 10, FlushSchedulerIntervalMs: 10}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, err := m.GetOrCreate(TopicPartition{"r", 0}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		mustAppend(t, l, makeBatch(t, 1, 100, 1, "r"), 0)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, func() bool { return l.Size() <= 2048+cfg.SegmentBytes && l.LogStartOffset() > 0 })
+	waitFor(t, func() bool {
+		lsos, err := checkpoint.ReadOffsets(filepath.Join(dir, logStartFile))
+		return err == nil && lsos[checkpoint.TopicPartition{Topic: "r", Partition: 0}] == l.LogStartOffset()
+	})
+}
+
+func TestManagerFinishesInterruptedDelete(t *testing.T) {
+	dir := t.TempDir()
+	tomb := filepath.Join(dir, "gone-0.abcdef-delete")
+	os.MkdirAll(tomb, 0o755)
+	os.WriteFile(filepath.Join(tomb, segmentName(0, logSuffix)), []byte("x"), 0o644)
+	m, err := OpenManager(ManagerConfig{Dirs: []string{dir}, Defaults: testConfig()}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := os.Stat(tomb); !os.IsNotExist(err) {
+		t.Fatal("tombstoned dir kept")
+	}
+	if len(m.Partitions()) != 0 {
+		t.Fatalf("loaded %v", m.Partitions())
+	}
+}
+
+func TestParseTopicPartition(t *testing.T) {
+	for name, ok := range map[string]bool{"a-0": true, "a-b-3": true, "a": false, "-1": false, "a-01": false, "a-0.x-delete": false} {
+		if _, got := parseTopicPartition(name); got != ok {
+			t.Errorf("%q: %v", name, got)
+		}
+	}
+}
