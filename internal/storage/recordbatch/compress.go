@@ -54,7 +54,7 @@ func decompress(c Compression, src []byte) ([]byte, error) {
 			out, err = unsnappyBlock(nil, src, limit)
 		}
 	case CompressionLZ4:
-		out, err = readLimited(lz4.NewReader(bytes.NewReader(src)), limit)
+		out, err = unlz4(src, limit)
 	case CompressionZstd:
 		out, err = unzstd(src, limit)
 	default:
@@ -127,6 +127,18 @@ func unsnappyXerial(src []byte, limit int) ([]byte, error) {
 		src = src[n:]
 	}
 	return out, nil
+}
+
+// lz4Readers pools frame readers, which carry sizeable block buffers.
+var lz4Readers = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+
+func unlz4(src []byte, limit int) ([]byte, error) {
+	r := lz4Readers.Get().(*lz4.Reader)
+	defer lz4Readers.Put(r)
+	r.Reset(bytes.NewReader(src))
+	out, err := readLimited(r, limit)
+	r.Reset(nil)
+	return out, err
 }
 
 // zstdDecoders pools streaming decoders: building one is costly and a
