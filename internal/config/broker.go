@@ -125,7 +125,7 @@ func Load(path string, overrides []string) (*Broker, []string, error) {
 		}
 		for _, p := range entries {
 			if !knownBrokerKey(p.Key) {
-				warnings = append(warnings, fmt.Sprintf("%s:%d: unknown configuration key %q ignored", path, p.Line, p.Key))
+				warnings = append(warnings, fmt.Sprintf("%s:%d: %s", path, p.Line, unknownKeyWarning(p.Key)))
 				continue
 			}
 			props[p.Key] = p.Value
@@ -138,7 +138,7 @@ func Load(path string, overrides []string) (*Broker, []string, error) {
 			return nil, nil, fmt.Errorf("override %q: want key=value", o)
 		}
 		if !knownBrokerKey(key) {
-			warnings = append(warnings, fmt.Sprintf("--override: unknown configuration key %q ignored", key))
+			warnings = append(warnings, "--override: "+unknownKeyWarning(key))
 			continue
 		}
 		props[key] = value
@@ -155,7 +155,7 @@ func New(props map[string]string) (*Broker, []string, error) {
 	b := &Broker{explicit: make(map[string]string, len(props))}
 	for k, v := range props {
 		if !knownBrokerKey(k) {
-			warnings = append(warnings, fmt.Sprintf("unknown configuration key %q ignored", k))
+			warnings = append(warnings, unknownKeyWarning(k))
 			continue
 		}
 		b.explicit[k] = v
@@ -177,6 +177,16 @@ func New(props map[string]string) (*Broker, []string, error) {
 		return nil, warnings, err
 	}
 	return b, warnings, nil
+}
+
+// unknownKeyWarning says a key is ignored, pointing to the broker-level
+// name when it is a topic-level key (a common slip: retention.ms for
+// log.retention.ms).
+func unknownKeyWarning(key string) string {
+	if k, ok := findTopicKey(key); ok {
+		return fmt.Sprintf("unknown configuration key %q ignored (it is a topic-level key; the broker default is %s)", key, k.brokerKeys[0])
+	}
+	return fmt.Sprintf("unknown configuration key %q ignored", key)
 }
 
 // Default is the configuration with nothing set: weir's single-node

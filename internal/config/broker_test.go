@@ -101,7 +101,7 @@ log.dirs=/data/a,\
 log.segment.bytes=1048576
 no.such.key=1
 `)
-	b, warnings, err := Load(path, []string{"num.partitions=5", "also.unknown=2", "log.retention.bytes = 1000"})
+	b, warnings, err := Load(path, []string{"num.partitions=5", "also.unknown=2", "log.retention.bytes = 1000", "retention.ms=5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +116,10 @@ no.such.key=1
 	if !reflect.DeepEqual(b.QuorumVoters, []Voter{{7, "127.0.0.1", 9093}}) {
 		t.Errorf("voters = %v", b.QuorumVoters)
 	}
-	if len(warnings) != 2 ||
+	if len(warnings) != 3 || !strings.Contains(warnings[2], "topic-level") || !strings.Contains(warnings[2], "log.retention.ms") ||
 		!strings.Contains(warnings[0], "no.such.key") || !strings.Contains(warnings[0], path+":9") ||
 		!strings.Contains(warnings[1], "also.unknown") || !strings.Contains(warnings[1], "--override") {
-		t.Errorf("warnings = %q, want no.such.key (with file:line) and also.unknown (override)", warnings)
+		t.Errorf("warnings = %q, want no.such.key (with file:line), also.unknown (override), retention.ms (topic key)", warnings)
 	}
 	if !b.IsSet("node.id") || !b.IsSet("num.partitions") || b.IsSet("min.insync.replicas") {
 		t.Error("IsSet does not reflect what was given")
