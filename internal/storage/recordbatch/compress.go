@@ -39,7 +39,11 @@ func decompressLimit(n int) int {
 
 // decompress inflates a batch's records section.
 func decompress(c Compression, src []byte) ([]byte, error) {
-	limit := decompressLimit(len(src))
+	return decompressLimited(c, src, decompressLimit(len(src)))
+}
+
+// decompressLimited inflates src, failing beyond limit bytes of output.
+func decompressLimited(c Compression, src []byte, limit int) ([]byte, error) {
 	var (
 		out []byte
 		err error

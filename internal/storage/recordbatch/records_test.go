@@ -166,7 +166,8 @@ func TestRecordsRejectsBadRecords(t *testing.T) {
 }
 
 func TestDecompressionBomb(t *testing.T) {
-	zeros := make([]byte, minLimit+1)
+	const limit = 256 << 10
+	zeros := make([]byte, limit+1)
 	// Snappy cannot compress beyond ~21x, so only its forged length matters.
 	for _, codec := range []Compression{CompressionGzip, CompressionLZ4, CompressionZstd} {
 		t.Run(codecName(codec), func(t *testing.T) {
@@ -174,21 +175,30 @@ func TestDecompressionBomb(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(packed)*maxRatio >= minLimit {
-				t.Fatalf("test premise: %d compressed bytes allow %d", len(packed), len(packed)*maxRatio)
-			}
-			_, err = decompress(codec, packed)
+			_, err = decompressLimited(codec, packed, limit)
 			wantErr(t, err, ErrCorrupt)
-			// Just under the limit decodes fine.
-			packed, _ = compress(codec, zeros[:minLimit])
-			if out, err := decompress(codec, packed); err != nil || len(out) != minLimit {
+			// Exactly at the limit decodes fine.
+			packed, _ = compress(codec, zeros[:limit])
+			if out, err := decompressLimited(codec, packed, limit); err != nil || len(out) != limit {
 				t.Fatalf("at the limit: %d bytes, %v", len(out), err)
 			}
 		})
 	}
+	// Through the public API: a tiny zstd batch inflating past the floor.
+	opts := defaultOpts()
+	opts.Compression = CompressionZstd
+	b := mustBuild(t, opts, []Record{{Value: make([]byte, minLimit)}})
+	if len(b)*maxRatio >= minLimit {
+		t.Fatalf("test premise: %d byte batch", len(b))
+	}
+	_, err := Validate(b)
+	wantErr(t, err, ErrCorrupt)
 	// A raw snappy block claiming a huge size is refused before decoding.
 	forged := binary.AppendUvarint(nil, 1<<31)
-	_, err := decompress(CompressionSnappy, append(forged, 0, 0, 0))
+	_, err = decompress(CompressionSnappy, append(forged, 0, 0, 0))
+	wantErr(t, err, ErrCorrupt)
+	// So is a xerial chunk whose blocks add up past the limit.
+	_, err = decompressLimited(CompressionSnappy, xerialFrame(zeros[:limit/2+1], zeros[:limit/2+1]), limit)
 	wantErr(t, err, ErrCorrupt)
 }
 
