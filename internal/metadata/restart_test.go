@@ -167,3 +167,17 @@ func TestProducerIDsNeverOverlapAcrossRestarts(t *testing.T) {
 		}
 	}
 }
+
+func TestConfiguredClusterIDIsRecordedOnce(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.ClusterID = "MkU3OEVBNTcwNTJENDM2Qk"
+	c := openLeader(t, cfg)
+	if got := c.Image().ClusterID(); got != cfg.ClusterID {
+		t.Fatalf("cluster id %q, want %q", got, cfg.ClusterID)
+	}
+	c.cfg.ClusterID = "SomethingElseEntirely0" // a later start cannot change it
+	c2 := reopen(t, c)
+	if got := c2.Image().ClusterID(); got != cfg.ClusterID {
+		t.Fatalf("cluster id %q after restart, want %q", got, cfg.ClusterID)
+	}
+}
