@@ -32,7 +32,8 @@ func (c *Controller) RegisterBroker(ctx context.Context, b Broker) error {
 	return nil
 }
 
-// CreateTopic validates r, places its replicas and creates the topic.
+// CreateTopic validates r, places its replicas and creates the topic. The
+// returned topic is shared with the image and must not be modified.
 func (c *Controller) CreateTopic(ctx context.Context, r CreateTopic) (*Topic, error) {
 	if err := c.checkLeader(); err != nil {
 		return nil, err
