@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weir-project/weir/internal/broker"
+	"github.com/weir-project/weir/internal/config"
+	"github.com/weir-project/weir/internal/storage"
+)
+
+func serveCommand() *cobra.Command {
+	var (
+		overrides []string
+		logLevel  string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve [server.properties]",
+		Short: "Run a broker (and controller)",
+		Long: `Run a weir broker. With no arguments it starts a single-node cluster
+(node.id=1, broker and controller) listening on 127.0.0.1:9092 with its data
+in ./weir-data. Configuration uses Kafka's key names and defaults, from a
+server.properties file and/or --override key=value (overrides win).
+See config/server.properties for every key.
+
+SIGTERM or Ctrl-C shuts down cleanly; after a crash (kill -9) the logs are
+recovered at the next start.`,
+		Example: `  weir serve
+  weir serve config/server.properties
+  weir serve --override log.dirs=/var/lib/weir --override listeners=PLAINTEXT://0.0.0.0:9092,CONTROLLER://127.0.0.1:9093`,
+		Args:         cobra.MaximumNArgs(1),
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			path := ""
+			if len(args) == 1 {
+				path = args[0]
+			}
+			cfg, warnings, err := config.Load(path, overrides)
+			if err != nil {
+				return err
+			}
+			for _, w := range warnings {
+				logger.Warn(w)
+			}
+			opts, err := brokerOptions(cfg)
+			if err != nil {
+				return err
+			}
+			opts.Logger = logger
+			return broker.Run(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringArrayVar(&overrides, "override", nil, "set a configuration key (key=value); repeatable, wins over the file")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return cmd
+}
+
+// brokerOptions derives the broker's options from the configuration.
+func brokerOptions(cfg *config.Broker) (broker.Options, error) {
+	ctrl, ok := cfg.ControllerListener()
+	if !ok {
+		return broker.Options{}, fmt.Errorf("listeners: no controller listener (controller.listener.names=%s)", strings.Join(cfg.ControllerListenerNames, ","))
+	}
+	opts := broker.Options{
+		NodeID:             cfg.NodeID,
+		Rack:               cfg.BrokerRack,
+		LogDirs:            cfg.LogDirs,
+		ControllerAddr:     ctrl.Addr(),
+		MaxRequestBytes:    int32(min(cfg.SocketRequestMaxBytes, 1<<31-1)),
+		ConnectionsMaxIdle: time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		AutoCreateTopics:   cfg.AutoCreateTopicsEnable,
+		DefaultPartitions:  cfg.NumPartitions,
+		DefaultReplication: cfg.DefaultReplicationFactor,
+		Config:             cfg,
+		Storage: storage.ManagerConfig{
+			Dirs:                     cfg.LogDirs,
+			Defaults:                 broker.LogConfig(cfg.ResolveTopic(nil)),
+			RetentionCheckIntervalMs: cfg.LogRetentionCheckIntervalMs,
+			FlushSchedulerIntervalMs: cfg.LogFlushSchedulerIntervalMs,
+			CheckpointIntervalMs:     cfg.LogFlushOffsetCheckpointIntervalMs,
+		},
+	}
+	// A single voter that is this node needs no address list: the
+	// controller uses its bound address (the port may be 0 in tests).
+	if len(cfg.QuorumVoters) > 1 || (len(cfg.QuorumVoters) == 1 && cfg.QuorumVoters[0].ID != cfg.NodeID) {
+		opts.Voters = map[int32]string{}
+		for _, v := range cfg.QuorumVoters {
+			opts.Voters[v.ID] = v.Addr()
+		}
+	}
+	for _, l := range cfg.ClientListeners() {
+		bl := broker.Listener{Name: l.Name, Addr: l.Addr()}
+		for _, a := range cfg.AdvertisedListeners {
+			if a.Name == l.Name {
+				bl.AdvertisedHost = a.Host
+				bl.AdvertisedPort = a.Port
+			}
+		}
+		opts.Listeners = append(opts.Listeners, bl)
+	}
+	if len(opts.Listeners) == 0 {
+		return opts, fmt.Errorf("listeners: no client listener besides the controller's")
+	}
+	return opts, nil
+}

@@ -1,0 +1,250 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-project/weir/internal/config"
+	"github.com/weir-project/weir/internal/metadata"
+	"github.com/weir-project/weir/internal/storage"
+)
+
+// LogConfig turns a resolved topic configuration into the storage engine's.
+func LogConfig(tc config.TopicConfig) storage.Config {
+	return storage.Config{
+		SegmentBytes:          tc.SegmentBytes,
+		SegmentMs:             tc.SegmentMs,
+		SegmentIndexBytes:     int(tc.SegmentIndexBytes),
+		IndexIntervalBytes:    int(tc.IndexIntervalBytes),
+		MaxMessageBytes:       int(tc.MaxMessageBytes),
+		RetentionMs:           retentionIf(tc.Deletes(), tc.RetentionMs),
+		RetentionBytes:        retentionIf(tc.Deletes(), tc.RetentionBytes),
+		FlushIntervalMessages: tc.FlushMessages,
+		FlushIntervalMs:       tc.FlushMs,
+		LogAppendTime:         tc.LogAppendTime,
+		FileDeleteDelayMs:     tc.FileDeleteDelayMs,
+	}
+}
+
+// retentionIf disables a retention limit for topics whose cleanup policy
+// does not include "delete".
+func retentionIf(deletes bool, v int64) int64 {
+	if !deletes {
+		return -1
+	}
+	return v
+}
+
+// logConfig resolves a topic's overrides over the broker defaults.
+func (b *Broker) logConfig(t *metadata.Topic) (storage.Config, int) {
+	tc := b.opts.Config.ResolveTopic(t.Configs)
+	return LogConfig(tc), int(tc.MinInsyncReplicas)
+}
+
+func (b *Broker) topicConfigEntries(overrides map[string]string) []config.Entry {
+	return b.opts.Config.TopicEntries(overrides)
+}
+
+// handleDescribeConfigs lists topic configs (overrides and defaults) and
+// the broker's static configuration.
+func (b *Broker) handleDescribeConfigs(ctx context.Context, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	img := b.meta.Image()
+	for _, rr := range req.Resources {
+		sr := kmsg.NewDescribeConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		var entries []config.Entry
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			if t := img.TopicByName(rr.ResourceName); t == nil {
+				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				entries = b.topicConfigEntries(t.Configs)
+			}
+		case kmsg.ConfigResourceTypeBroker:
+			if err := b.checkBrokerResource(rr.ResourceName); err != nil {
+				sr.ErrorCode, sr.ErrorMessage = kerr.InvalidRequest.Code, errorMessage(err)
+			} else {
+				entries = b.opts.Config.Entries()
+			}
+		default:
+			sr.ErrorCode = kerr.InvalidRequest.Code
+			sr.ErrorMessage = errorMessage(fmt.Errorf("resource type %v is not supported", rr.ResourceType))
+		}
+		for _, e := range entries {
+			if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, e.Name) {
+				continue
+			}
+			sr.Configs = append(sr.Configs, describeEntry(e, req))
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}
+
+func describeEntry(e config.Entry, req *kmsg.DescribeConfigsRequest) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	c.Name = e.Name
+	if !e.Null {
+		v := e.Value
+		c.Value = &v
+	}
+	c.ReadOnly, c.IsSensitive = e.ReadOnly, e.Sensitive
+	c.Source = kmsg.ConfigSource(e.Source)
+	c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig
+	c.ConfigType = kmsg.ConfigType(e.Type)
+	if req.IncludeDocumentation && e.Doc != "" {
+		doc := e.Doc
+		c.Documentation = &doc
+	}
+	if req.IncludeSynonyms {
+		for _, s := range e.Synonyms {
+			syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			syn.Name, syn.Source = s.Name, kmsg.ConfigSource(s.Source)
+			if !s.Null {
+				v := s.Value
+				syn.Value = &v
+			}
+			c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+		}
+	}
+	return c
+}
+
+// checkBrokerResource accepts this broker's id or "" (cluster default).
+func (b *Broker) checkBrokerResource(name string) error {
+	if name == "" || name == strconv.Itoa(int(b.nodeID)) {
+		return nil
+	}
+	return fmt.Errorf("broker %q is not this broker (%d)", name, b.nodeID)
+}
+
+// errBrokerReadOnly: broker configs are static (server.properties).
+var errBrokerReadOnly = fmt.Errorf("%w: broker configs are read-only in weir; set them in server.properties or with --override", metadata.ErrInvalidConfig)
+
+// handleAlterConfigs replaces a topic's overrides with the given set.
+func (b *Broker) handleAlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	for _, rr := range req.Resources {
+		sr := kmsg.NewAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		set := map[string]*string{}
+		for _, c := range rr.Configs {
+			set[c.Name] = c.Value
+		}
+		err := b.alterResource(ctx, rr.ResourceType, rr.ResourceName, set, true, req.ValidateOnly)
+		sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}
+
+// handleIncrementalAlterConfigs sets, deletes, appends to or subtracts
+// from single topic configs.
+func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	img := b.meta.Image()
+	for _, rr := range req.Resources {
+		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		set, err := b.incrementalSet(img, rr)
+		if err == nil {
+			err = b.alterResource(ctx, rr.ResourceType, rr.ResourceName, set, false, req.ValidateOnly)
+		}
+		sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}
+
+// incrementalSet turns incremental operations into new override values
+// (nil: remove the override).
+func (b *Broker) incrementalSet(img *metadata.Image, rr kmsg.IncrementalAlterConfigsRequestResource) (map[string]*string, error) {
+	set := map[string]*string{}
+	var current map[string]string
+	if rr.ResourceType == kmsg.ConfigResourceTypeTopic {
+		if t := img.TopicByName(rr.ResourceName); t != nil {
+			current = t.Configs
+		}
+	}
+	for _, c := range rr.Configs {
+		if _, dup := set[c.Name]; dup {
+			return nil, fmt.Errorf("%w: config %q appears more than once", kerr.InvalidRequest, c.Name)
+		}
+		switch c.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			set[c.Name] = c.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			set[c.Name] = nil
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			typ, ok := config.TopicConfigType(c.Name)
+			if !ok || kmsg.ConfigType(typ) != kmsg.ConfigTypeList {
+				return nil, fmt.Errorf("%w: %s on %q: only list configs can be appended to or subtracted from", metadata.ErrInvalidConfig, c.Op, c.Name)
+			}
+			value := b.effectiveTopicValue(current, c.Name)
+			items := splitList(value)
+			for _, v := range splitList(deref(c.Value)) {
+				if c.Op == kmsg.IncrementalAlterConfigOpAppend && !slices.Contains(items, v) {
+					items = append(items, v)
+				} else if c.Op == kmsg.IncrementalAlterConfigOpSubtract {
+					items = slices.DeleteFunc(items, func(s string) bool { return s == v })
+				}
+			}
+			joined := strings.Join(items, ",")
+			set[c.Name] = &joined
+		default:
+			return nil, fmt.Errorf("%w: unknown operation %d on %q", kerr.InvalidRequest, c.Op, c.Name)
+		}
+	}
+	return set, nil
+}
+
+func (b *Broker) effectiveTopicValue(overrides map[string]string, key string) string {
+	if v, ok := overrides[key]; ok {
+		return v
+	}
+	return b.opts.Config.TopicDefaults()[key]
+}
+
+func (b *Broker) alterResource(ctx context.Context, typ kmsg.ConfigResourceType, name string, set map[string]*string, replaceAll, validateOnly bool) error {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if err := b.meta.AlterTopicConfigs(ctx, name, set, replaceAll, validateOnly); err != nil {
+			return err
+		}
+		if !validateOnly {
+			return b.reconcile()
+		}
+		return nil
+	case kmsg.ConfigResourceTypeBroker:
+		if err := b.checkBrokerResource(name); err != nil {
+			return fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
+		}
+		return errBrokerReadOnly
+	default:
+		return fmt.Errorf("%w: resource type %v is not supported", kerr.InvalidRequest, typ)
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

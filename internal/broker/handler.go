@@ -1,0 +1,80 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-project/weir/internal/server"
+)
+
+// supported lists the APIs we serve and the version range of each. The
+// maximum is further capped at what kmsg can encode (see apiVersions).
+// Produce starts at v3 and Fetch at v4: older versions use the pre-0.11
+// message formats, which we do not store.
+var supported = map[int16][2]int16{
+	kmsg.Produce.Int16():                 {3, 13},
+	kmsg.Fetch.Int16():                   {4, 17},
+	kmsg.ListOffsets.Int16():             {0, 10},
+	kmsg.Metadata.Int16():                {0, 13},
+	kmsg.OffsetForLeaderEpoch.Int16():    {0, 4},
+	kmsg.CreateTopics.Int16():            {0, 7},
+	kmsg.DeleteTopics.Int16():            {0, 6},
+	kmsg.DeleteRecords.Int16():           {0, 2},
+	kmsg.DescribeConfigs.Int16():         {0, 4},
+	kmsg.AlterConfigs.Int16():            {0, 2},
+	kmsg.CreatePartitions.Int16():        {0, 3},
+	kmsg.IncrementalAlterConfigs.Int16(): {0, 1},
+	kmsg.DescribeCluster.Int16():         {0, 1},
+}
+
+// apiVersions is the table the server advertises in ApiVersions.
+func apiVersions() map[int16][2]int16 {
+	out := make(map[int16][2]int16, len(supported))
+	for key, r := range supported {
+		req := kmsg.RequestForKey(key)
+		if req == nil {
+			continue
+		}
+		if max := req.MaxVersion(); r[1] > max {
+			r[1] = max
+		}
+		out[key] = r
+	}
+	return out
+}
+
+// Handle serves one request; it implements server.Handler.
+func (b *Broker) Handle(ctx context.Context, rc *server.RequestContext, req kmsg.Request) (kmsg.Response, error) {
+	switch r := req.(type) {
+	case *kmsg.ProduceRequest:
+		return b.handleProduce(ctx, r)
+	case *kmsg.FetchRequest:
+		return b.handleFetch(ctx, r)
+	case *kmsg.ListOffsetsRequest:
+		return b.handleListOffsets(ctx, r)
+	case *kmsg.MetadataRequest:
+		return b.handleMetadata(ctx, r)
+	case *kmsg.OffsetForLeaderEpochRequest:
+		return b.handleOffsetForLeaderEpoch(ctx, r)
+	case *kmsg.CreateTopicsRequest:
+		return b.handleCreateTopics(ctx, r)
+	case *kmsg.DeleteTopicsRequest:
+		return b.handleDeleteTopics(ctx, r)
+	case *kmsg.DeleteRecordsRequest:
+		return b.handleDeleteRecords(ctx, r)
+	case *kmsg.DescribeConfigsRequest:
+		return b.handleDescribeConfigs(ctx, r)
+	case *kmsg.AlterConfigsRequest:
+		return b.handleAlterConfigs(ctx, r)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return b.handleIncrementalAlterConfigs(ctx, r)
+	case *kmsg.CreatePartitionsRequest:
+		return b.handleCreatePartitions(ctx, r)
+	case *kmsg.DescribeClusterRequest:
+		return b.handleDescribeCluster(ctx, r)
+	default:
+		return nil, fmt.Errorf("no handler for API key %d", req.Key())
+	}
+}

@@ -1,0 +1,142 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-project/weir/internal/metadata"
+	"github.com/weir-project/weir/internal/storage"
+)
+
+// lookupTopic finds a topic by id (requests that use topic ids) or name.
+func lookupTopic(img *metadata.Image, byID bool, name string, id [16]byte) (*metadata.Topic, *kerr.Error) {
+	if byID {
+		if t := img.TopicByID(id); t != nil {
+			return t, nil
+		}
+		return nil, kerr.UnknownTopicID
+	}
+	if t := img.TopicByName(name); t != nil {
+		return t, nil
+	}
+	return nil, kerr.UnknownTopicOrPartition
+}
+
+// missingPartitionCode explains why this broker has no replica for tp.
+func (b *Broker) missingPartitionCode(tp storage.TopicPartition) int16 {
+	part, ok := b.meta.Image().Partition(tp.Topic, tp.Partition)
+	switch {
+	case !ok:
+		return kerr.UnknownTopicOrPartition.Code
+	case part.Leader < 0:
+		return kerr.LeaderNotAvailable.Code
+	case part.Leader != b.nodeID:
+		return kerr.NotLeaderForPartition.Code
+	default:
+		// We lead it but the replica is not open yet (just created).
+		return kerr.LeaderNotAvailable.Code
+	}
+}
+
+// handleMetadata lists brokers and topics. Unknown topics are created when
+// auto-creation is on and the request allows it (always, below v4, which
+// has no such field) and answered with their ready leader.
+func (b *Broker) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	img := b.meta.Image()
+	allowCreate := b.opts.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	var answers []kmsg.MetadataResponseTopic
+	if all {
+		for _, name := range img.SortedTopicNames() {
+			answers = append(answers, topicMetadata(img.TopicByName(name), req.Version))
+		}
+	} else {
+		for _, rt := range req.Topics {
+			answers = append(answers, b.requestedTopic(ctx, &img, rt, allowCreate, req.Version))
+		}
+	}
+
+	for _, br := range img.Brokers() {
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = br.ID, br.Host, br.Port
+		if br.Rack != "" {
+			rack := br.Rack
+			mb.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, mb)
+	}
+	cid := img.ClusterID()
+	resp.ClusterID = &cid
+	resp.ControllerID = b.nodeID
+	resp.Topics = answers
+	return resp, nil
+}
+
+func (b *Broker) requestedTopic(ctx context.Context, img **metadata.Image, rt kmsg.MetadataRequestTopic, allowCreate bool, version int16) kmsg.MetadataResponseTopic {
+	if rt.Topic == nil {
+		// v10+ lookup by id.
+		if t := (*img).TopicByID(rt.TopicID); t != nil {
+			return topicMetadata(t, version)
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.TopicID = rt.TopicID
+		mt.ErrorCode = kerr.UnknownTopicID.Code
+		return mt
+	}
+	name := *rt.Topic
+	if t := (*img).TopicByName(name); t != nil {
+		return topicMetadata(t, version)
+	}
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = rt.Topic
+	if !allowCreate {
+		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return mt
+	}
+	t, err := b.createTopic(ctx, metadata.CreateTopic{Name: name, NumPartitions: -1, ReplicationFactor: -1})
+	switch {
+	case errors.Is(err, metadata.ErrTopicExists):
+		// Created concurrently by another request.
+		*img = b.meta.Image()
+		if t := (*img).TopicByName(name); t != nil {
+			return topicMetadata(t, version)
+		}
+		mt.ErrorCode = kerr.LeaderNotAvailable.Code
+	case err != nil:
+		mt.ErrorCode = errorCode(err)
+		if mt.ErrorCode == kerr.UnknownServerError.Code {
+			b.log.Error("auto-create topic", slog.String("topic", name), slog.Any("err", err))
+			mt.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+	default:
+		*img = b.meta.Image()
+		return topicMetadata(t, version)
+	}
+	return mt
+}
+
+func topicMetadata(t *metadata.Topic, version int16) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = t.ID
+	mt.IsInternal = name == "__consumer_offsets" || name == "__transaction_state"
+	for _, p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
+		mp.Replicas = append([]int32(nil), p.Replicas...)
+		mp.ISR = append([]int32(nil), p.ISR...)
+		mp.OfflineReplicas = []int32{}
+		if p.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

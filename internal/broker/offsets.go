@@ -1,0 +1,164 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-project/weir/internal/replica"
+	"github.com/weir-project/weir/internal/storage"
+)
+
+// Special ListOffsets timestamps.
+const (
+	listLatest        = -1
+	listEarliest      = -2
+	listMaxTimestamp  = -3 // v7+
+	listEarliestLocal = -4 // v8+: no tiered storage, so the log start
+	listLatestTiered  = -5 // v9+: nothing is tiered
+)
+
+// handleListOffsets answers earliest, latest, max-timestamp and by-time
+// lookups. Consumers only see committed data, so "latest" is the high
+// watermark and time lookups never return an offset at or past it.
+func (b *Broker) handleListOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	img := b.meta.Image()
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		topic, topicErr := lookupTopic(img, false, rt.Topic, [16]byte{})
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			if topicErr != nil {
+				sp.ErrorCode = topicErr.Code
+			} else {
+				b.listOffset(req.Version, storage.TopicPartition{Topic: topic.Name, Partition: rp.Partition}, rp, &sp)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+func (b *Broker) listOffset(version int16, tp storage.TopicPartition, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	p := b.replicas.Get(tp)
+	if p == nil {
+		sp.ErrorCode = b.missingPartitionCode(tp)
+		return
+	}
+	if err := p.CheckLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {
+		sp.ErrorCode = errorCode(err)
+		return
+	}
+	o := p.Offsets()
+	ts, off := int64(-1), int64(-1)
+	switch rp.Timestamp {
+	case listLatest:
+		off = o.HighWater
+	case listEarliest, listEarliestLocal:
+		off = o.LogStart
+	case listLatestTiered:
+		// Nothing is in remote storage: Kafka answers offset -1.
+	case listMaxTimestamp:
+		ts, off = p.Log().MaxTimestamp()
+		if off >= o.HighWater {
+			ts, off = -1, -1
+		}
+	default:
+		if rp.Timestamp < 0 {
+			sp.ErrorCode = kerr.InvalidRequest.Code
+			return
+		}
+		t, found := int64(-1), false
+		var err error
+		off, t, found, err = p.Log().OffsetForTimestamp(rp.Timestamp)
+		if err != nil {
+			sp.ErrorCode = errorCode(err)
+			return
+		}
+		if !found || off >= o.HighWater {
+			off, t = -1, -1
+		}
+		ts = t
+	}
+	if version == 0 {
+		if off >= 0 {
+			sp.OldStyleOffsets = []int64{off}
+		}
+		return
+	}
+	sp.Timestamp, sp.Offset = ts, off
+	if off >= 0 {
+		sp.LeaderEpoch = o.LeaderEpoch
+	}
+}
+
+// handleOffsetForLeaderEpoch tells a consumer (or, later, a follower)
+// where a leader epoch ended, from the leader epoch cache (KIP-101/279).
+func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForLeaderEpochRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	img := b.meta.Image()
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = rt.Topic
+		topic, topicErr := lookupTopic(img, false, rt.Topic, [16]byte{})
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.LeaderEpoch, sp.EndOffset = -1, -1
+			var p *replica.Partition
+			switch {
+			case topicErr != nil:
+				sp.ErrorCode = topicErr.Code
+			default:
+				tp := storage.TopicPartition{Topic: topic.Name, Partition: rp.Partition}
+				if p = b.replicas.Get(tp); p == nil {
+					sp.ErrorCode = b.missingPartitionCode(tp)
+				} else if err := p.CheckLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {
+					sp.ErrorCode = errorCode(err)
+				} else {
+					sp.LeaderEpoch, sp.EndOffset = p.Log().LeaderEpochs().EndOffsetFor(rp.LeaderEpoch, p.Log().LogEndOffset())
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// handleDeleteRecords raises log start offsets (offset -1: the high watermark).
+func (b *Broker) handleDeleteRecords(ctx context.Context, req *kmsg.DeleteRecordsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	img := b.meta.Image()
+	for _, rt := range req.Topics {
+		st := kmsg.NewDeleteRecordsResponseTopic()
+		st.Topic = rt.Topic
+		topic, topicErr := lookupTopic(img, false, rt.Topic, [16]byte{})
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.LowWatermark = -1
+			if topicErr != nil {
+				sp.ErrorCode = topicErr.Code
+			} else {
+				tp := storage.TopicPartition{Topic: topic.Name, Partition: rp.Partition}
+				if p := b.replicas.Get(tp); p == nil {
+					sp.ErrorCode = b.missingPartitionCode(tp)
+				} else if low, err := p.DeleteRecordsBefore(rp.Offset); err != nil {
+					sp.ErrorCode = errorCode(err)
+				} else {
+					sp.LowWatermark = low
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

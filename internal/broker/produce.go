@@ -1,0 +1,76 @@
+package broker
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-project/weir/internal/storage"
+)
+
+// handleProduce appends each partition's batches on the local leader.
+// acks=0 gets no response; acks=1 and -1 are answered after the append
+// (with a single in-sync replica, the leader's append is the commit).
+func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	acksValid := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
+	img := b.meta.Image()
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		topic, topicErr := lookupTopic(img, req.Version >= 13, rt.Topic, rt.TopicID)
+		if topic != nil {
+			st.Topic = topic.Name
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			switch {
+			case !acksValid:
+				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			case topicErr != nil:
+				sp.ErrorCode = topicErr.Code
+			case len(rp.Records) == 0:
+				sp.ErrorCode = kerr.CorruptMessage.Code
+			default:
+				b.produceOne(topic.Name, rp, req.Acks, &sp)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		if req.Version >= 13 {
+			st.Topic = ""
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		return nil, nil
+	}
+	return resp, nil
+}
+
+func (b *Broker) produceOne(topic string, rp kmsg.ProduceRequestTopicPartition, acks int16, sp *kmsg.ProduceResponseTopicPartition) {
+	tp := storage.TopicPartition{Topic: topic, Partition: rp.Partition}
+	p := b.replicas.Get(tp)
+	if p == nil {
+		sp.ErrorCode = b.missingPartitionCode(tp)
+		return
+	}
+	info, err := p.AppendAsLeader(rp.Records, acks)
+	if err != nil {
+		sp.ErrorCode = errorCode(err)
+		msg := err.Error()
+		sp.ErrorMessage = &msg
+		if sp.ErrorCode == kerr.UnknownServerError.Code || sp.ErrorCode == kerr.KafkaStorageError.Code {
+			b.log.Error("produce failed", slog.String("topic", topic), slog.Int("partition", int(rp.Partition)), slog.Any("err", err))
+		} else {
+			b.log.Debug("produce rejected", slog.String("topic", topic), slog.Int("partition", int(rp.Partition)), slog.Any("err", err))
+		}
+		return
+	}
+	sp.BaseOffset = info.FirstOffset
+	sp.LogAppendTime = info.LogAppendTime
+	sp.LogStartOffset = info.LogStartOffset
+}

@@ -1,0 +1,108 @@
+package replica
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/weir-project/weir/internal/storage"
+)
+
+// Manager holds this broker's partition replicas, keyed by partition.
+type Manager struct {
+	logs *storage.Manager
+
+	mu    sync.RWMutex
+	parts map[storage.TopicPartition]*Partition
+}
+
+// NewManager serves replicas out of the given log manager.
+func NewManager(logs *storage.Manager) *Manager {
+	return &Manager{logs: logs, parts: make(map[storage.TopicPartition]*Partition)}
+}
+
+// Get returns the local replica, or nil if this broker hosts none.
+func (m *Manager) Get(tp storage.TopicPartition) *Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.parts[tp]
+}
+
+// Ensure makes sure a replica exists for tp with the given log config and
+// metadata state, opening or creating its log.
+func (m *Manager) Ensure(tp storage.TopicPartition, cfg storage.Config, s State) (*Partition, error) {
+	m.mu.Lock()
+	p := m.parts[tp]
+	if p == nil {
+		var err error
+		if p, err = m.open(tp, cfg, s.TopicID); err != nil {
+			m.mu.Unlock()
+			return nil, err
+		}
+		m.parts[tp] = p
+	}
+	m.mu.Unlock()
+	p.Log().SetConfig(cfg)
+	if err := p.Update(s); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// open opens tp's log, first deleting a directory left by an earlier
+// incarnation of the topic (a different topic id).
+func (m *Manager) open(tp storage.TopicPartition, cfg storage.Config, topicID [16]byte) (*Partition, error) {
+	if stale, ok := m.StoredTopicID(tp); ok && stale != topicID {
+		if err := m.logs.Delete(tp); err != nil {
+			return nil, fmt.Errorf("delete stale log %s-%d: %w", tp.Topic, tp.Partition, err)
+		}
+	}
+	log, err := m.logs.GetOrCreate(tp, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open log %s-%d: %w", tp.Topic, tp.Partition, err)
+	}
+	if _, ok, _ := readTopicID(log.Dir()); !ok {
+		if err := writeTopicID(log.Dir(), topicID); err != nil {
+			return nil, err
+		}
+	}
+	return New(tp, log), nil
+}
+
+// StoredTopicID returns the topic id recorded in tp's log directory.
+func (m *Manager) StoredTopicID(tp storage.TopicPartition) ([16]byte, bool) {
+	log := m.logs.Get(tp)
+	if log == nil {
+		return [16]byte{}, false
+	}
+	id, ok, err := readTopicID(log.Dir())
+	if err != nil {
+		return [16]byte{}, false
+	}
+	return id, ok
+}
+
+// Remove drops the replica and deletes its log (topic deleted or the
+// partition moved away).
+func (m *Manager) Remove(tp storage.TopicPartition) error {
+	m.mu.Lock()
+	delete(m.parts, tp)
+	m.mu.Unlock()
+	if m.logs.Get(tp) == nil {
+		return nil
+	}
+	if err := m.logs.Delete(tp); err != nil {
+		return fmt.Errorf("delete log %s-%d: %w", tp.Topic, tp.Partition, err)
+	}
+	return nil
+}
+
+// Partitions lists the hosted replicas.
+func (m *Manager) Partitions() []storage.TopicPartition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]storage.TopicPartition, 0, len(m.parts))
+	for tp := range m.parts {
+		out = append(out, tp)
+	}
+	return out
+}

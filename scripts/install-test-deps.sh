@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the interop clients the black-box tests need, when missing.
+# kcat is librdkafka's CLI; python3-kafka (kafka-python) and
+# python3-confluent-kafka are seen only by /usr/bin/python3.
+set -euo pipefail
+
+need=()
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
+/usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
+/usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || need+=(python3-confluent-kafka)
+[ ${#need[@]} -eq 0 ] && exit 0
+
+echo "installing test dependencies: ${need[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${need[@]}" >/dev/null
