@@ -26,6 +26,10 @@ type Partition struct {
 	tp  storage.TopicPartition
 	log *storage.Log
 
+	// appendMu serialises appends (and the HW moves that follow them), so
+	// that mu, which readers take, is never held across disk I/O.
+	appendMu sync.Mutex
+
 	mu          sync.Mutex
 	leader      bool
 	leaderEpoch int32
@@ -60,6 +64,8 @@ type State struct {
 // Update applies the partition's metadata. On becoming leader for a new
 // epoch the epoch's start offset is recorded in the leader epoch cache.
 func (p *Partition) Update(s State) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	newEpoch := s.LeaderEpoch != p.leaderEpoch || s.Leader != p.leader
@@ -109,19 +115,24 @@ func (p *Partition) Changed() <-chan struct{} {
 // AppendAsLeader appends a producer's batches. acks=-1 needs the ISR to
 // reach min.insync.replicas before anything is written.
 func (p *Partition) AppendAsLeader(records []byte, acks int16) (storage.AppendInfo, error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.leader {
+	leader, epoch, isr, minISR := p.leader, p.leaderEpoch, len(p.isr), p.minISR
+	p.mu.Unlock()
+	if !leader {
 		return storage.AppendInfo{}, ErrNotLeader
 	}
-	if acks == -1 && len(p.isr) < p.minISR {
-		return storage.AppendInfo{}, fmt.Errorf("%w: isr %d below min.insync.replicas %d", ErrNotEnoughReplicas, len(p.isr), p.minISR)
+	if acks == -1 && isr < minISR {
+		return storage.AppendInfo{}, fmt.Errorf("%w: isr %d below min.insync.replicas %d", ErrNotEnoughReplicas, isr, minISR)
 	}
-	info, err := p.log.Append(records, p.leaderEpoch)
+	info, err := p.log.Append(records, epoch)
 	if err != nil {
 		return info, err
 	}
+	p.mu.Lock()
 	p.advanceHWLocked()
+	p.mu.Unlock()
 	return info, nil
 }
 
@@ -178,6 +189,8 @@ func (p *Partition) ReadForConsumer(offset int64, maxBytes int) (storage.ReadRes
 // DeleteRecordsBefore raises the log start offset (DeleteRecords). Only
 // offsets up to the high watermark may be deleted; -1 means the HW.
 func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.leader {
