@@ -95,6 +95,9 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsR
 			t = img.TopicByID(rt.TopicID)
 		}
 		switch {
+		case !b.opts.Config.DeleteTopicEnable:
+			st.ErrorCode = kerr.TopicDeletionDisabled.Code
+			st.ErrorMessage = errorMessage(fmt.Errorf("topic deletion is disabled (delete.topic.enable=false)"))
 		case t == nil && rt.Topic == nil:
 			st.ErrorCode = kerr.UnknownTopicID.Code
 		case t == nil:

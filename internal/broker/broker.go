@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -83,6 +82,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 		}
 	}
 
+	storedClusterID, err := readMetaProperties(opts.LogDirs, opts.NodeID)
+	if err != nil {
+		return err
+	}
+
 	var listeners []server.Listener
 	for _, l := range opts.Listeners {
 		listeners = append(listeners, server.Listener{Name: l.Name, Addr: l.Addr})
@@ -110,6 +114,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Dir:                      filepath.Join(opts.LogDirs[0], "__raft"),
 		RaftAddr:                 opts.ControllerAddr,
 		Voters:                   opts.Voters,
+		ClusterID:                storedClusterID,
 		Logger:                   logger.With("component", "metadata"),
 		ValidateTopicName:        config.ValidateTopicName,
 		ValidateTopicConfig:      config.ValidateTopicConfig,
@@ -128,6 +133,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	if err := b.register(startCtx); err != nil {
 		return err
+	}
+	if cid := b.meta.Image().ClusterID(); storedClusterID != "" && cid != storedClusterID {
+		return fmt.Errorf("log dirs belong to cluster %s but the metadata store holds cluster %s", storedClusterID, cid)
 	}
 	if err := writeMetaProperties(opts.LogDirs, opts.NodeID, b.meta.Image().ClusterID()); err != nil {
 		return err
@@ -195,20 +203,4 @@ func addrFromString(s string) net.Addr {
 		return nil
 	}
 	return a
-}
-
-// writeMetaProperties records node and cluster id in each log dir, as
-// Kafka does, so a dir cannot silently move to another cluster.
-func writeMetaProperties(dirs []string, nodeID int32, clusterID string) error {
-	body := "# written by weir\nversion=1\nnode.id=" + strconv.Itoa(int(nodeID)) + "\ncluster.id=" + clusterID + "\n"
-	for _, dir := range dirs {
-		path := filepath.Join(dir, "meta.properties")
-		if old, err := os.ReadFile(path); err == nil && string(old) == body {
-			continue
-		}
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-	}
-	return nil
 }
