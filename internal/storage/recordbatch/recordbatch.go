@@ -191,13 +191,11 @@ func Validate(b []byte) (Header, error) {
 }
 
 // checkProducer applies Kafka's rules tying producer id, sequence and the
-// transactional flag together.
+// transactional flag together. Without a producer id (any negative id) the
+// sequence is ignored, as Kafka does: non-idempotent franz-go producers
+// send sequence 0 with producer id -1.
 func checkProducer(h Header) error {
 	switch {
-	case h.ProducerID == -1 && h.BaseSequence != -1:
-		return fmt.Errorf("%w: base sequence %d without producer id", ErrInvalidRecord, h.BaseSequence)
-	case h.ProducerID < -1:
-		return fmt.Errorf("%w: producer id %d", ErrInvalidRecord, h.ProducerID)
 	case h.ProducerID >= 0 && h.BaseSequence < 0:
 		return fmt.Errorf("%w: base sequence %d with producer id %d", ErrInvalidRecord, h.BaseSequence, h.ProducerID)
 	case h.Transactional() && h.ProducerID < 0:
