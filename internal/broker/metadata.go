@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weir-project/weir/internal/config"
 	"github.com/weir-project/weir/internal/metadata"
 	"github.com/weir-project/weir/internal/storage"
 )
@@ -96,7 +97,12 @@ func (b *Broker) requestedTopic(ctx context.Context, img **metadata.Image, rt km
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = rt.Topic
 	if !allowCreate {
+		// Kafka tells a bad name from a missing topic even when it will
+		// not create one: clients stop retrying on INVALID_TOPIC_EXCEPTION.
 		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		if config.ValidateTopicName(name) != nil {
+			mt.ErrorCode = kerr.InvalidTopicException.Code
+		}
 		return mt
 	}
 	t, err := b.createTopic(ctx, metadata.CreateTopic{Name: name, NumPartitions: -1, ReplicationFactor: -1})
