@@ -225,3 +225,21 @@ func Ctx(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// ExitCode is the exit status of the last run once it has exited (-1 if
+// it died from a signal), and false while it is still running.
+func (b *Broker) ExitCode() (int, bool) {
+	b.mu.Lock()
+	cmd, done := b.cmd, b.done
+	b.mu.Unlock()
+	if cmd == nil {
+		return 0, false
+	}
+	select {
+	case <-done:
+		// done is closed after cmd.Wait returned, so ProcessState is set.
+		return cmd.ProcessState.ExitCode(), true
+	default:
+		return 0, false
+	}
+}
