@@ -72,10 +72,23 @@ func (t *versionTable) apiVersionsResponse(version int16, unsupported bool) *kms
 	for _, key := range t.keys {
 		r := t.ranges[key]
 		k := kmsg.NewApiVersionsResponseApiKey()
-		k.ApiKey, k.MinVersion, k.MaxVersion = key, r.min, r.max
+		k.ApiKey, k.MinVersion, k.MaxVersion = key, advertisedMin(key, r.min), r.max
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
 	// ThrottleMillis stays 0, and the v3+ feature fields stay empty: we
 	// have no feature flags to advertise.
 	return resp
+}
+
+// advertisedMin is the minimum version ApiVersions lists for key. Like
+// Kafka 4.0 (KAFKA-18659) we list Produce from v0 even though v0-v2 are
+// refused when sent: older librdkafka (2.0.2 in Debian) decides that gzip,
+// snappy and lz4 are unsupported unless the broker's Produce range includes
+// v0, and then silently produces uncompressed. Clients pick the highest
+// common version, so none is led to send v0-v2 by this.
+func advertisedMin(key, min int16) int16 {
+	if key == kmsg.Produce.Int16() {
+		return 0
+	}
+	return min
 }
