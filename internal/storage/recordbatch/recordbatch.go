@@ -9,7 +9,8 @@
 //	12      4     partitionLeaderEpoch  patched by the broker
 //	16      1     magic (= 2)
 //	17      4     crc                   CRC-32C of bytes 21..end
-//	21      2     attributes            bits 0-2 codec, 3 LogAppendTime, 4 transactional, 5 control
+//	21      2     attributes            bits 0-2 codec, 3 LogAppendTime, 4 transactional, 5 control,
+//	                                    6 delete horizon (baseTimestamp is it; set by the log cleaner)
 //	23      4     lastOffsetDelta
 //	27      8     baseTimestamp
 //	35      8     maxTimestamp
@@ -95,6 +96,7 @@ const (
 	attrLogAppendTime   = 0x08
 	attrTransactional   = 0x10
 	attrControl         = 0x20
+	attrDeleteHorizon   = 0x40
 )
 
 // castagnoli is read-only after package initialisation.
@@ -110,6 +112,13 @@ func (h Header) Compression() Compression { return Compression(h.Attributes & at
 func (h Header) LogAppendTime() bool      { return h.Attributes&attrLogAppendTime != 0 }
 func (h Header) Transactional() bool      { return h.Attributes&attrTransactional != 0 }
 func (h Header) Control() bool            { return h.Attributes&attrControl != 0 }
+
+// DeleteHorizon reports whether the log cleaner stamped a delete horizon
+// (KIP-534): then BaseTimestamp is the time from which the batch's
+// tombstones may be removed.
+func (h Header) DeleteHorizon() (ms int64, set bool) {
+	return h.BaseTimestamp, h.Attributes&attrDeleteHorizon != 0
+}
 
 // ParseHeader decodes the header at the start of b without checking the CRC.
 // It fails with ErrCorrupt if b is shorter than HeaderSize, the magic is not

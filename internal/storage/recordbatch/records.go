@@ -213,3 +213,28 @@ func varint32(b []byte) (int32, int, error) {
 	}
 	return int32(v), n, nil
 }
+
+// CheckKeys fails with ErrInvalidRecord if any record of the batch b has a
+// null key: a compacted topic keeps the latest record per key, so Kafka
+// refuses keyless records for it at produce time.
+func CheckKeys(b []byte) error {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return err
+	}
+	if h.Size() > int64(len(b)) {
+		return fmt.Errorf("%w: batch size %d, have %d bytes", ErrCorrupt, h.Size(), len(b))
+	}
+	i := 0
+	var missing error
+	err = walkRecords(b[:h.Size()], h, func(r Record) {
+		if r.Key == nil && missing == nil {
+			missing = fmt.Errorf("%w: record %d has no key, which a compacted topic requires", ErrInvalidRecord, i)
+		}
+		i++
+	})
+	if err != nil {
+		return err
+	}
+	return missing
+}
