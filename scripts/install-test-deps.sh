@@ -8,6 +8,10 @@ need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
 /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || need+=(python3-confluent-kafka)
+# kafka-python compresses in Python, with these optional codec modules.
+/usr/bin/python3 -c 'import snappy' >/dev/null 2>&1 || need+=(python3-snappy)
+/usr/bin/python3 -c 'import lz4.frame' >/dev/null 2>&1 || need+=(python3-lz4)
+/usr/bin/python3 -c 'import zstandard' >/dev/null 2>&1 || need+=(python3-zstandard)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "installing test dependencies: ${need[*]}"
