@@ -65,7 +65,7 @@ func (m *Manager) open(tp storage.TopicPartition, cfg storage.Config, topicID [1
 			return nil, err
 		}
 	}
-	return New(tp, log), nil
+	return Open(tp, log, nil)
 }
 
 // StoredTopicID returns the topic id recorded in tp's log directory.

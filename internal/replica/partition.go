@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/weir-project/weir/internal/storage"
+	"github.com/weir-project/weir/internal/storage/producerstate"
 )
 
 // Errors the broker maps to Kafka codes.
@@ -25,6 +26,8 @@ var (
 type Partition struct {
 	tp  storage.TopicPartition
 	log *storage.Log
+	// producers is the idempotent-producer state (see Open); nil with New.
+	producers *producerstate.State
 
 	// appendMu serialises appends (and the HW moves that follow them), so
 	// that mu, which readers take, is never held across disk I/O.
@@ -125,6 +128,9 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (storage.AppendIn
 	}
 	if acks == -1 && isr < minISR {
 		return storage.AppendInfo{}, fmt.Errorf("%w: isr %d below min.insync.replicas %d", ErrNotEnoughReplicas, isr, minISR)
+	}
+	if info, dup, err := p.checkProducers(records); err != nil || dup {
+		return info, err
 	}
 	info, err := p.log.Append(records, epoch)
 	if err != nil {
