@@ -243,3 +243,15 @@ func (b *Broker) ExitCode() (int, bool) {
 		return 0, false
 	}
 }
+
+// OutputSince is what the broker logged from byte off of Output onwards,
+// and the new end; tests polling the log use it to avoid copying it all.
+func (b *Broker) OutputSince(off int) (string, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := b.output.Len()
+	if off < 0 || off > n {
+		off = n
+	}
+	return string(b.output.Bytes()[off:]), n
+}
