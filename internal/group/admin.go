@@ -1,0 +1,132 @@
+package group
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Listing is one group in ListGroups.
+type Listing struct {
+	Group        string
+	ProtocolType string
+	State        State
+}
+
+// ListGroups lists the groups of the loaded partitions, sorted by name.
+// states, if non-empty, keeps only groups in those states (names are
+// matched case-insensitively, as Kafka does).
+func (c *Coordinator) ListGroups(states []string) []Listing {
+	var out []Listing
+	for _, g := range c.snapshotGroups() {
+		g.mu.Lock()
+		l := Listing{Group: g.id, ProtocolType: g.protocolType, State: g.state}
+		g.mu.Unlock()
+		if l.State == Dead {
+			continue
+		}
+		if len(states) > 0 && !slices.ContainsFunc(states, func(s string) bool { return strings.EqualFold(s, l.State.String()) }) {
+			continue
+		}
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b Listing) int { return strings.Compare(a.Group, b.Group) })
+	return out
+}
+
+// Loading reports whether any owned partition is still loading (ListGroups
+// then answers COORDINATOR_LOAD_IN_PROGRESS).
+func (c *Coordinator) Loading() bool {
+	for _, loaded := range c.Owned() {
+		if !loaded {
+			return true
+		}
+	}
+	return false
+}
+
+// Description is a group in DescribeGroups.
+type Description struct {
+	Group        string
+	State        State
+	ProtocolType string
+	Protocol     string
+	Members      []MemberDescription
+}
+
+// MemberDescription is one member in DescribeGroups. Metadata and
+// assignment are given only for a Stable group, as Kafka does.
+type MemberDescription struct {
+	MemberID   string
+	InstanceID string
+	ClientID   string
+	ClientHost string
+	Metadata   []byte
+	Assignment []byte
+}
+
+// DescribeGroup describes one group; a group that does not exist is
+// described as Dead with the error GROUP_ID_NOT_FOUND (which the broker
+// reports only from DescribeGroups v6).
+func (c *Coordinator) DescribeGroup(id string) (Description, error) {
+	d := Description{Group: id, State: Dead}
+	g, err := c.lockGroup(id, false)
+	if err != nil {
+		return d, err
+	}
+	if g == nil {
+		return d, kerr.GroupIDNotFound
+	}
+	defer g.mu.Unlock()
+	d.State, d.ProtocolType = g.state, g.protocolType
+	if g.state == Stable {
+		d.Protocol = g.protocol
+	}
+	for _, mid := range g.order {
+		m := g.members[mid]
+		md := MemberDescription{MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost}
+		if g.state == Stable {
+			md.Metadata, md.Assignment = m.metadataFor(g.protocol), m.assignment
+		}
+		d.Members = append(d.Members, md)
+	}
+	return d, nil
+}
+
+// DeleteGroups deletes empty groups and their offsets (tombstones for
+// every key). One error per group: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP,
+// or the coordinator errors.
+func (c *Coordinator) DeleteGroups(ids []string) []error {
+	errs := make([]error, len(ids))
+	for i, id := range ids {
+		errs[i] = c.deleteGroup(id)
+	}
+	return errs
+}
+
+func (c *Coordinator) deleteGroup(id string) error {
+	g, err := c.lockGroup(id, false)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return kerr.GroupIDNotFound
+	}
+	if g.state != Empty {
+		g.mu.Unlock()
+		return kerr.NonEmptyGroup
+	}
+	recs := []Record{groupTombstone(g.id)}
+	for t := range g.offsets {
+		recs = append(recs, offsetTombstone(g.id, t))
+	}
+	if err := c.write(g, recs...); err != nil {
+		g.mu.Unlock()
+		return storeError(err)
+	}
+	c.shutdownGroup(g, kerr.GroupIDNotFound)
+	g.mu.Unlock()
+	c.forget(g)
+	return nil
+}

@@ -1,0 +1,292 @@
+package group
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Log is the coordinator's view of the __consumer_offsets partitions this
+// broker leads. The broker implements it on its replicas.
+type Log interface {
+	// Append writes records (keyed; nil value = tombstone) to partition
+	// p and returns once they are committed (acks=-1) or failed.
+	Append(ctx context.Context, p int32, records []Record) error
+	// Replay calls fn for every record of partition p in offset order, up
+	// to the committed end of the log.
+	Replay(ctx context.Context, p int32, fn func(Record) error) error
+}
+
+// Topics answers whether a partition exists, for offset commits.
+type Topics interface {
+	PartitionExists(topic string, partition int32) bool
+}
+
+// Config configures a Coordinator. Durations are Kafka's group.* and
+// offsets.* keys.
+type Config struct {
+	Log    Log
+	Topics Topics
+	Clock  Clock        // nil = SystemClock
+	Logger *slog.Logger // nil = slog.Default()
+
+	InitialRebalanceDelay  time.Duration // group.initial.rebalance.delay.ms
+	MinSessionTimeout      time.Duration // group.min.session.timeout.ms
+	MaxSessionTimeout      time.Duration // group.max.session.timeout.ms
+	OffsetsRetention       time.Duration // offsets.retention.minutes
+	RetentionCheckInterval time.Duration // offsets.retention.check.interval.ms; 0 = 10 minutes
+	MaxMetadataSize        int           // offset.metadata.max.bytes; 0 = 4096
+	CommitTimeout          time.Duration // offsets.commit.timeout.ms; 0 = 5 s
+}
+
+// Coordinator serves the groups whose __consumer_offsets partition this
+// broker leads.
+type Coordinator struct {
+	cfg   Config
+	clock Clock
+	log   *slog.Logger
+
+	mu            sync.Mutex
+	numPartitions int32
+	parts         map[int32]*ownedPartition
+	groups        map[string]*group
+	closed        bool
+	expiry        Timer
+}
+
+// ownedPartition is a partition of __consumer_offsets we lead: loading
+// until its replay is done.
+type ownedPartition struct {
+	loaded bool
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a coordinator that owns no partition yet: every group gets
+// NOT_COORDINATOR until Elect.
+func New(cfg Config) *Coordinator {
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RetentionCheckInterval <= 0 {
+		cfg.RetentionCheckInterval = 10 * time.Minute
+	}
+	if cfg.MaxMetadataSize <= 0 {
+		cfg.MaxMetadataSize = 4096
+	}
+	if cfg.CommitTimeout <= 0 {
+		cfg.CommitTimeout = 5 * time.Second
+	}
+	c := &Coordinator{
+		cfg: cfg, clock: cfg.Clock, log: cfg.Logger,
+		parts: map[int32]*ownedPartition{}, groups: map[string]*group{},
+	}
+	c.scheduleExpiry()
+	return c
+}
+
+// Close resigns every partition and stops the timers. Waiting joins and
+// syncs are answered NOT_COORDINATOR.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	c.closed = true
+	if c.expiry != nil {
+		c.expiry.Stop()
+	}
+	var ps []int32
+	for p := range c.parts {
+		ps = append(ps, p)
+	}
+	c.mu.Unlock()
+	for _, p := range ps {
+		c.Resign(p)
+	}
+}
+
+// Elect makes this coordinator the owner of partition p of a
+// __consumer_offsets with n partitions. The partition is replayed in the
+// background; its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile.
+// Electing an owned partition again does nothing.
+func (c *Coordinator) Elect(p, n int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.numPartitions = n
+	if c.parts[p] != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	op := &ownedPartition{cancel: cancel, done: make(chan struct{})}
+	c.parts[p] = op
+	go func() {
+		defer close(op.done)
+		c.load(ctx, p, op)
+	}()
+}
+
+// Resign forgets partition p's groups (another broker leads it now, or
+// the topic went away). Members waiting in JoinGroup or SyncGroup are
+// answered NOT_COORDINATOR and find the new coordinator.
+func (c *Coordinator) Resign(p int32) {
+	c.mu.Lock()
+	op := c.parts[p]
+	delete(c.parts, p)
+	var gs []*group
+	for id, g := range c.groups {
+		if g.partition == p {
+			gs = append(gs, g)
+			delete(c.groups, id)
+		}
+	}
+	c.mu.Unlock()
+	if op != nil {
+		op.cancel()
+		<-op.done
+	}
+	for _, g := range gs {
+		g.mu.Lock()
+		c.shutdownGroup(g, kerr.NotCoordinator)
+		g.mu.Unlock()
+	}
+}
+
+// Owned lists the partitions this coordinator owns and whether each has
+// finished loading.
+func (c *Coordinator) Owned() map[int32]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[int32]bool, len(c.parts))
+	for p, op := range c.parts {
+		out[p] = op.loaded
+	}
+	return out
+}
+
+// shutdownGroup fails whoever waits on g and stops its timers; g is Dead.
+func (c *Coordinator) shutdownGroup(g *group, err *kerr.Error) {
+	for _, m := range g.members {
+		if m.hbTimer != nil {
+			m.hbTimer.Stop()
+		}
+		m.hbSeq++
+		if m.joinCB != nil {
+			m.joinCB(JoinResult{Err: err, MemberID: m.id, Generation: -1})
+			m.joinCB = nil
+		}
+		if m.syncCB != nil {
+			m.syncCB(SyncResult{Err: err})
+			m.syncCB = nil
+		}
+	}
+	for _, t := range g.pending {
+		t.Stop()
+	}
+	if g.rebalanceTimer != nil {
+		g.rebalanceTimer.Stop()
+	}
+	g.rebalanceSeq++
+	g.transition(Dead, c.clock.Now())
+}
+
+// partitionOf checks that this coordinator serves group id and returns
+// the group's partition.
+func (c *Coordinator) partitionOfLocked(id string) (int32, *kerr.Error) {
+	if id == "" {
+		return 0, kerr.InvalidGroupID
+	}
+	if c.closed || c.numPartitions <= 0 {
+		return 0, kerr.NotCoordinator
+	}
+	p := PartitionFor(id, c.numPartitions)
+	op := c.parts[p]
+	switch {
+	case op == nil:
+		return 0, kerr.NotCoordinator
+	case !op.loaded:
+		return 0, kerr.CoordinatorLoadInProgress
+	}
+	return p, nil
+}
+
+// CheckGroup reports the error a request for group id gets before
+// anything else: INVALID_GROUP_ID, NOT_COORDINATOR or
+// COORDINATOR_LOAD_IN_PROGRESS (nil when this coordinator serves it).
+func (c *Coordinator) CheckGroup(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.partitionOfLocked(id); err != nil {
+		return err
+	}
+	return nil
+}
+
+// lockGroup returns group id locked, creating it (Empty) if asked. A nil
+// group and nil error mean "no such group".
+func (c *Coordinator) lockGroup(id string, create bool) (*group, error) {
+	for {
+		c.mu.Lock()
+		p, kerrErr := c.partitionOfLocked(id)
+		if kerrErr != nil {
+			c.mu.Unlock()
+			return nil, kerrErr
+		}
+		g := c.groups[id]
+		if g == nil && create {
+			g = newGroup(id, p, c.clock.Now())
+			c.groups[id] = g
+		}
+		c.mu.Unlock()
+		if g == nil {
+			return nil, nil
+		}
+		g.mu.Lock()
+		if g.state != Dead {
+			return g, nil
+		}
+		g.mu.Unlock()
+		c.forget(g)
+		if !create {
+			return nil, nil
+		}
+	}
+}
+
+// forget removes a Dead group from the map (if it is still the one there).
+func (c *Coordinator) forget(g *group) {
+	c.mu.Lock()
+	if c.groups[g.id] == g {
+		delete(c.groups, g.id)
+	}
+	c.mu.Unlock()
+}
+
+// snapshotGroups lists the groups currently known.
+func (c *Coordinator) snapshotGroups() []*group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		out = append(out, g)
+	}
+	return out
+}
+
+// write appends records for g (held locked) to its partition.
+func (c *Coordinator) write(g *group, recs ...Record) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.CommitTimeout)
+	defer cancel()
+	return c.cfg.Log.Append(ctx, g.partition, recs)
+}
+
+// storeGroup persists g's metadata (members, generation, assignments).
+func (c *Coordinator) storeGroup(g *group) error {
+	return c.write(g, groupRecord(g.id, g.metadataValue(c.clock.Now())))
+}

@@ -1,0 +1,21 @@
+// Package group is the consumer group coordinator: Kafka's classic group
+// protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), committed
+// offsets, and the admin operations on groups.
+//
+// State lives in memory per group and is made durable as records of the
+// internal topic __consumer_offsets, keyed and encoded exactly as Kafka
+// does (records.go). The coordinator for a group is the leader of
+// partition PartitionFor(group, n) of that topic; when this broker becomes
+// that leader it replays the partition (Elect) and serves its groups, and
+// it forgets them when it stops leading (Resign).
+//
+// The package does not know the broker: it writes and replays records
+// through the Log interface and checks topics through Topics, both
+// implemented by the broker. Time comes from a Clock, so unit tests drive
+// session and rebalance timeouts with a fake one.
+//
+// Concurrency: one mutex per group guards that group's state; the
+// coordinator's mutex guards only the maps of partitions and groups and
+// is never taken while a group's mutex is held. Timers re-check, under the
+// group's mutex, that they are still current before acting.
+package group

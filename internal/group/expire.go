@@ -1,0 +1,87 @@
+package group
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// scheduleExpiry arms the next offset expiry pass.
+func (c *Coordinator) scheduleExpiry() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.expiry = c.clock.AfterFunc(c.cfg.RetentionCheckInterval, func() {
+		c.ExpireOffsets()
+		c.scheduleExpiry()
+	})
+}
+
+// ExpireOffsets removes offsets past offsets.retention.minutes, as Kafka
+// 2.1+ does (KIP-211): those of an empty group once it has been empty
+// that long; those of a stable consumer group for topics no member
+// subscribes to any more; those of a group used only to store offsets by
+// their commit time; and any commit that carried its own expire time.
+// An empty group left without offsets is deleted. It returns how many
+// offsets expired.
+func (c *Coordinator) ExpireOffsets() int {
+	now := c.clock.Now()
+	total := 0
+	for _, g := range c.snapshotGroups() {
+		g.mu.Lock()
+		n := c.expireGroup(g, now)
+		total += n
+		g.mu.Unlock()
+	}
+	return total
+}
+
+func (c *Coordinator) expireGroup(g *group, now time.Time) int {
+	if g.state == Dead {
+		return 0
+	}
+	retention := c.cfg.OffsetsRetention
+	subscribed, known := g.subscribedTopics()
+	var recs []Record
+	var gone []tp
+	for t, o := range g.offsets {
+		expired := false
+		switch {
+		case !o.ExpireTime.IsZero():
+			expired = !now.Before(o.ExpireTime)
+		case g.state == Empty && g.protocolType != "":
+			expired = !now.Before(g.stateTime.Add(retention))
+		case g.state == Empty:
+			expired = !now.Before(o.CommitTime.Add(retention))
+		case g.state == Stable && known && !subscribed[t.topic]:
+			expired = !now.Before(o.CommitTime.Add(retention))
+		}
+		if expired {
+			recs = append(recs, offsetTombstone(g.id, t))
+			gone = append(gone, t)
+		}
+	}
+	deleteGroup := g.state == Empty && len(g.members) == 0 && len(gone) == len(g.offsets) && len(g.pending) == 0
+	if deleteGroup {
+		recs = append(recs, groupTombstone(g.id))
+	}
+	if len(recs) == 0 {
+		return 0
+	}
+	if err := c.write(g, recs...); err != nil {
+		c.log.Warn("expire offsets", slog.String("group", g.id), slog.Any("err", err))
+		return 0
+	}
+	for _, t := range gone {
+		delete(g.offsets, t)
+	}
+	if deleteGroup {
+		c.shutdownGroup(g, kerr.GroupIDNotFound)
+		c.forget(g) // lock order allows c.mu under g.mu, never the reverse
+	}
+	c.log.Info("expired offsets", slog.String("group", g.id), slog.Int("offsets", len(gone)), slog.Bool("group.deleted", deleteGroup))
+	return len(gone)
+}

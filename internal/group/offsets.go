@@ -1,0 +1,244 @@
+package group
+
+import (
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// CommitRequest is an OffsetCommit, version-independent.
+type CommitRequest struct {
+	Group      string
+	MemberID   string // "" with Generation -1: a commit from outside group management
+	InstanceID string
+	Generation int32
+	// Retention is OffsetCommit v2-v4's retention time (<= 0: none).
+	Retention time.Duration
+	Offsets   []CommitOffset
+}
+
+// CommitOffset is one partition's commit.
+type CommitOffset struct {
+	Topic       string
+	Partition   int32
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+}
+
+// CommitOffsets validates and stores a commit. It returns one error per
+// entry of req.Offsets (nil = stored). Nothing is stored for an entry
+// that fails, and nothing at all when the member is not entitled to
+// commit (Kafka's rules: a group with members accepts commits only from
+// a current member of the current generation; an empty group also from
+// outside group management).
+func (c *Coordinator) CommitOffsets(req CommitRequest) []error {
+	errs := make([]error, len(req.Offsets))
+	var valid []int
+	for i, o := range req.Offsets {
+		switch {
+		case !c.cfg.Topics.PartitionExists(o.Topic, o.Partition):
+			errs[i] = kerr.UnknownTopicOrPartition
+		case len(o.Metadata) > c.cfg.MaxMetadataSize:
+			errs[i] = kerr.OffsetMetadataTooLarge
+		default:
+			valid = append(valid, i)
+		}
+	}
+	setAll := func(err error) []error {
+		for _, i := range valid {
+			errs[i] = err
+		}
+		return errs
+	}
+	if len(valid) == 0 {
+		if err := c.CheckGroup(req.Group); err != nil {
+			return setAll(err)
+		}
+		return errs
+	}
+	g, err := c.lockGroup(req.Group, req.Generation < 0)
+	if err != nil {
+		return setAll(err)
+	}
+	if g == nil {
+		// A generation for a group that does not exist: a stale member.
+		return setAll(kerr.IllegalGeneration)
+	}
+	defer c.unlockMaybeForget(g)
+	if err := c.checkCommitter(g, req); err != nil {
+		return setAll(err)
+	}
+	now := c.clock.Now()
+	recs := make([]Record, 0, len(valid))
+	stored := make([]Offset, 0, len(valid))
+	for _, i := range valid {
+		o := req.Offsets[i]
+		off := Offset{Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, CommitTime: now}
+		if req.Retention > 0 {
+			off.ExpireTime = now.Add(req.Retention)
+		}
+		recs = append(recs, offsetRecord(g.id, tp{o.Topic, o.Partition}, off))
+		stored = append(stored, off)
+	}
+	if err := c.write(g, recs...); err != nil {
+		c.log.Warn("store offset commit", "group", g.id, "err", err)
+		return setAll(storeError(err))
+	}
+	for j, i := range valid {
+		o := req.Offsets[i]
+		g.offsets[tp{o.Topic, o.Partition}] = stored[j]
+	}
+	return errs
+}
+
+// checkCommitter applies Kafka's rules for who may commit to g.
+func (c *Coordinator) checkCommitter(g *group, req CommitRequest) error {
+	if g.staticFenced(req.MemberID, req.InstanceID) {
+		return kerr.FencedInstanceID
+	}
+	if req.Generation < 0 && g.state == Empty {
+		return nil
+	}
+	if g.state == CompletingRebalance {
+		return kerr.RebalanceInProgress
+	}
+	m := g.members[req.MemberID]
+	if m == nil {
+		return kerr.UnknownMemberID
+	}
+	if req.Generation != g.generation {
+		return kerr.IllegalGeneration
+	}
+	// A commit proves the member alive, as a heartbeat does.
+	c.scheduleHeartbeat(g, m)
+	return nil
+}
+
+// TopicPartitions names partitions of one topic.
+type TopicPartitions struct {
+	Topic      string
+	Partitions []int32
+}
+
+// FetchedOffset is one partition's committed offset (-1 if none).
+type FetchedOffset struct {
+	Topic       string
+	Partition   int32
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+}
+
+// FetchOffsets returns the committed offsets of the named partitions, or
+// with topics nil, of every partition the group committed, sorted.
+// Partitions without a commit have offset -1.
+func (c *Coordinator) FetchOffsets(groupID string, topics []TopicPartitions) ([]FetchedOffset, error) {
+	g, err := c.lockGroup(groupID, false)
+	if err != nil {
+		return nil, err
+	}
+	var offsets map[tp]Offset
+	if g != nil {
+		offsets = g.offsets
+		defer g.mu.Unlock()
+	}
+	var out []FetchedOffset
+	if topics == nil {
+		for t, o := range offsets {
+			out = append(out, FetchedOffset{Topic: t.topic, Partition: t.partition, Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata})
+		}
+		slices.SortFunc(out, func(a, b FetchedOffset) int {
+			if a.Topic != b.Topic {
+				if a.Topic < b.Topic {
+					return -1
+				}
+				return 1
+			}
+			return int(a.Partition - b.Partition)
+		})
+		return out, nil
+	}
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			f := FetchedOffset{Topic: t.Topic, Partition: p, Offset: -1, LeaderEpoch: -1}
+			if o, ok := offsets[tp{t.Topic, p}]; ok {
+				f.Offset, f.LeaderEpoch, f.Metadata = o.Offset, o.LeaderEpoch, o.Metadata
+			}
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// DeleteOffsets removes committed offsets (OffsetDelete). Partitions of
+// topics the group's members still subscribe to are refused with
+// GROUP_SUBSCRIBED_TO_TOPIC. Returns the group-level error and one
+// error per partition, in order.
+func (c *Coordinator) DeleteOffsets(groupID string, topics []TopicPartitions) ([][]error, error) {
+	errs := make([][]error, len(topics))
+	for i, t := range topics {
+		errs[i] = make([]error, len(t.Partitions))
+	}
+	g, err := c.lockGroup(groupID, false)
+	if err != nil {
+		return errs, err
+	}
+	if g == nil {
+		return errs, kerr.GroupIDNotFound
+	}
+	defer c.unlockMaybeForget(g)
+	subscribed, known := g.subscribedTopics()
+	if g.state != Empty && !known {
+		// Members with a protocol we cannot read: any topic may be theirs.
+		return errs, kerr.NonEmptyGroup
+	}
+	var recs []Record
+	var gone []tp
+	for i, t := range topics {
+		for j, p := range t.Partitions {
+			if g.state != Empty && subscribed[t.Topic] {
+				errs[i][j] = kerr.GroupSubscribedToTopic
+				continue
+			}
+			if _, ok := g.offsets[tp{t.Topic, p}]; ok {
+				recs = append(recs, offsetTombstone(g.id, tp{t.Topic, p}))
+				gone = append(gone, tp{t.Topic, p})
+			}
+		}
+	}
+	if len(recs) > 0 {
+		if err := c.write(g, recs...); err != nil {
+			return errs, storeError(err)
+		}
+	}
+	for _, t := range gone {
+		delete(g.offsets, t)
+	}
+	return errs, nil
+}
+
+// subscribedTopics is the union of the members' subscriptions, when the
+// group uses the consumer protocol (whose metadata we can read).
+func (g *group) subscribedTopics() (map[string]bool, bool) {
+	if g.protocolType != "consumer" {
+		return nil, len(g.members) == 0
+	}
+	out := map[string]bool{}
+	for _, m := range g.members {
+		meta := m.metadataFor(g.protocol)
+		if meta == nil {
+			continue
+		}
+		var cm kmsg.ConsumerMemberMetadata
+		if err := cm.ReadFrom(meta); err != nil {
+			return nil, false
+		}
+		for _, t := range cm.Topics {
+			out[t] = true
+		}
+	}
+	return out, true
+}
