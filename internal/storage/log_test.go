@@ -251,11 +251,18 @@ func TestTimestampLookups(t *testing.T) {
 	if l.NumSegments() < 3 {
 		t.Fatalf("want several segments, got %d", l.NumSegments())
 	}
+	// Lookups answer by record, as Kafka does: the first record stamped
+	// at or after the time, with its own timestamp.
 	for i := range 40 {
-		for _, ts := range []int64{1000 + 10*int64(i) - 5, 1000 + 10*int64(i) + 2} {
-			off, got, ok, err := l.OffsetForTimestamp(ts)
-			if err != nil || !ok || off != int64(3*i) || got != 1000+10*int64(i)+2 {
-				t.Fatalf("ts %d: off %d ts %d ok %v err %v; want off %d", ts, off, got, ok, err, 3*i)
+		first := 1000 + 10*int64(i)
+		for _, c := range []struct{ ts, off, got int64 }{
+			{first - 5, int64(3 * i), first},
+			{first + 1, int64(3*i + 1), first + 1},
+			{first + 2, int64(3*i + 2), first + 2},
+		} {
+			off, got, ok, err := l.OffsetForTimestamp(c.ts)
+			if err != nil || !ok || off != c.off || got != c.got {
+				t.Fatalf("ts %d: off %d ts %d ok %v err %v; want off %d ts %d", c.ts, off, got, ok, err, c.off, c.got)
 			}
 		}
 	}

@@ -103,9 +103,11 @@ func (s *segment) read(offset int64, maxBytes int, limit int64) (ReadResult, boo
 	return res, found, nil
 }
 
-// OffsetForTimestamp returns the first offset whose batch has a timestamp
-// >= ts, with that batch's max timestamp; found=false if none. Offsets
-// below the log start are never returned.
+// OffsetForTimestamp returns the first record with a timestamp >= ts: its
+// offset and timestamp, as Kafka answers ListOffsets; found=false if none.
+// The batch is found by headers and then decoded to pick the record; if it
+// cannot be decoded, the batch's first offset and max timestamp are
+// returned. Offsets below the log start are never returned.
 func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, found bool, err error) {
 	lso := l.logStart.Load()
 	leo := l.logEnd.Load()
@@ -134,10 +136,46 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, found
 			return 0, 0, false, fmt.Errorf("offset for timestamp %d in %s: %w", ts, s.logPath, serr)
 		}
 		if found {
+			if o, t, ok := s.recordAtOrAfter(offset, ts, lso); ok {
+				offset, timestamp = o, t
+			}
 			return offset, timestamp, true, nil
 		}
 	}
 	return -1, -1, false, nil
+}
+
+// recordAtOrAfter finds, in the batch containing offset, the first record
+// at or above the log start lso with a timestamp >= ts. A LogAppendTime
+// batch stamps every record with its max timestamp, so its first record
+// is the answer.
+func (s *segment) recordAtOrAfter(offset, ts, lso int64) (int64, int64, bool) {
+	r, found, err := s.read(offset, 0, math.MaxInt64)
+	if err != nil || !found {
+		return 0, 0, false
+	}
+	b, err := r.Bytes()
+	if err != nil {
+		return 0, 0, false
+	}
+	h, err := recordbatch.ParseHeader(b)
+	if err != nil {
+		return 0, 0, false
+	}
+	if h.LogAppendTime() {
+		return max(h.BaseOffset, lso), h.MaxTimestamp, true
+	}
+	recs, err := recordbatch.Records(b)
+	if err != nil {
+		return 0, 0, false
+	}
+	for _, rec := range recs {
+		o, t := h.BaseOffset+int64(rec.OffsetDelta), h.BaseTimestamp+rec.TimestampDelta
+		if o >= lso && t >= ts {
+			return o, t, true
+		}
+	}
+	return 0, 0, false
 }
 
 // MaxTimestamp returns the largest timestamp in the log and the offset of
