@@ -56,12 +56,16 @@ func (p *Partition) checkProducers(records []byte) (info storage.AppendInfo, dup
 	var stack [4]storage.BatchInfo
 	batches := stack[:0]
 	idempotent := false
-	serr := recordbatch.Split(records, func(_ []byte, h recordbatch.Header) error {
+	for pos := 0; pos < len(records); {
+		h, err := recordbatch.ParseHeader(records[pos:])
+		if err != nil || h.Size() > int64(len(records)-pos) {
+			return storage.AppendInfo{}, false, nil
+		}
 		batches = append(batches, producerstate.BatchFromHeader(h))
 		idempotent = idempotent || h.ProducerID >= 0
-		return nil
-	})
-	if serr != nil || !idempotent {
+		pos += int(h.Size())
+	}
+	if !idempotent {
 		return storage.AppendInfo{}, false, nil
 	}
 	d, dup, err := p.producers.Check(batches)

@@ -130,7 +130,8 @@ func (s *State) Check(batches []storage.BatchInfo) (Duplicate, bool, error) {
 	defer s.mu.Unlock()
 	// pending holds producers as the earlier batches of this request leave
 	// them, so a request with several batches is checked as a chain.
-	var pending map[int64]pendingEntry
+	var stack [4]pendingEntry
+	pending := stack[:0]
 	for i, b := range batches {
 		if b.ProducerID < 0 || b.Control {
 			continue
@@ -150,10 +151,7 @@ func (s *State) Check(batches []storage.BatchInfo) (Duplicate, bool, error) {
 		if err := checkSequence(b, cur, known); err != nil {
 			return Duplicate{}, false, err
 		}
-		if pending == nil {
-			pending = make(map[int64]pendingEntry, 1)
-		}
-		pending[b.ProducerID] = pendingEntry{epoch: b.ProducerEpoch, lastSeq: b.LastSequence}
+		pending = append(pending, pendingEntry{id: b.ProducerID, epoch: b.ProducerEpoch, lastSeq: b.LastSequence})
 	}
 	return Duplicate{}, false, nil
 }
@@ -161,19 +159,24 @@ func (s *State) Check(batches []storage.BatchInfo) (Duplicate, bool, error) {
 // pendingEntry is what Check needs of a producer: its epoch and last
 // sequence (-1 when no batch of the epoch is known).
 type pendingEntry struct {
+	id      int64
 	epoch   int16
 	lastSeq int32
 }
 
-func (s *State) view(pending map[int64]pendingEntry, id int64) (pendingEntry, bool) {
-	if p, ok := pending[id]; ok {
-		return p, true
+// view is a producer as of the batches checked so far: the latest pending
+// entry for it, else its stored state.
+func (s *State) view(pending []pendingEntry, id int64) (pendingEntry, bool) {
+	for i := len(pending) - 1; i >= 0; i-- {
+		if pending[i].id == id {
+			return pending[i], true
+		}
 	}
 	e := s.producers[id]
 	if e == nil {
 		return pendingEntry{}, false
 	}
-	return pendingEntry{epoch: e.epoch, lastSeq: e.lastSeq()}, true
+	return pendingEntry{id: id, epoch: e.epoch, lastSeq: e.lastSeq()}, true
 }
 
 // checkSequence applies Kafka's epoch and sequence rules to one batch.
