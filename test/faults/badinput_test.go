@@ -241,7 +241,7 @@ func sizePrefixed(size uint32, rest string) []byte {
 }
 
 // buildBatch is a valid, uncompressed batch of n records of size bytes.
-func buildBatch(t *testing.T, n, size int) []byte {
+func buildBatch(t testing.TB, n, size int) []byte {
 	t.Helper()
 	recs := make([]recordbatch.Record, n)
 	for i := range recs {

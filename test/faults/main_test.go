@@ -25,7 +25,7 @@ const opTimeout = 60 * time.Second
 
 // createTopic creates a topic with the given partitions and configs and
 // fails the test unless the broker accepts it.
-func createTopic(t *testing.T, b *harness.Broker, topic string, partitions int32, configs map[string]*string) {
+func createTopic(t testing.TB, b *harness.Broker, topic string, partitions int32, configs map[string]*string) {
 	t.Helper()
 	adm := kadm.NewClient(b.Client())
 	resp, err := adm.CreateTopic(harness.Ctx(t, opTimeout), partitions, 1, configs, topic)
