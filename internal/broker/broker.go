@@ -20,6 +20,7 @@ import (
 	"github.com/weir-project/weir/internal/replica"
 	"github.com/weir-project/weir/internal/server"
 	"github.com/weir-project/weir/internal/storage"
+	"github.com/weir-project/weir/internal/txn"
 )
 
 // Listener is a client listener to bind, with what to advertise for it.
@@ -62,6 +63,8 @@ type Broker struct {
 	replicas *replica.Manager
 	meta     *metadata.Controller
 	srv      *server.Server
+	// producerIDs hands out idempotent producer ids (InitProducerId).
+	producerIDs *txn.ProducerIDs
 
 	reconcileMu sync.Mutex
 	lastImage   *metadata.Image
@@ -125,6 +128,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return fmt.Errorf("open metadata: %w", err)
 	}
 	defer func() { err = errors.Join(err, b.meta.Close()) }()
+	b.producerIDs = txn.NewProducerIDs(b.meta, txn.DefaultBlockSize)
 
 	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -147,9 +151,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); b.logs.Run(runCtx) }()
 	go func() { defer wg.Done(); b.watchMetadata(runCtx) }()
+	go func() { defer wg.Done(); b.expireProducers(runCtx) }()
 
 	addrs := map[string]net.Addr{}
 	for _, l := range opts.Listeners {

@@ -9,6 +9,7 @@ import (
 	"github.com/weir-project/weir/internal/metadata"
 	"github.com/weir-project/weir/internal/replica"
 	"github.com/weir-project/weir/internal/storage"
+	"github.com/weir-project/weir/internal/storage/producerstate"
 	"github.com/weir-project/weir/internal/storage/recordbatch"
 )
 
@@ -46,6 +47,8 @@ var errorCodes = []struct {
 	{replica.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
 	{replica.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
 	{replica.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
+	{producerstate.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{producerstate.ErrInvalidEpoch, kerr.InvalidProducerEpoch},
 	{metadata.ErrTopicExists, kerr.TopicAlreadyExists},
 	{metadata.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
 	{metadata.ErrInvalidTopic, kerr.InvalidTopicException},

@@ -27,6 +27,7 @@ var supported = map[int16][2]int16{
 	kmsg.CreatePartitions.Int16():        {0, 3},
 	kmsg.IncrementalAlterConfigs.Int16(): {0, 1},
 	kmsg.DescribeCluster.Int16():         {0, 1},
+	kmsg.InitProducerID.Int16():          {0, 5},
 }
 
 // apiVersions is the table the server advertises in ApiVersions.
@@ -74,6 +75,8 @@ func (b *Broker) Handle(ctx context.Context, rc *server.RequestContext, req kmsg
 		return b.handleCreatePartitions(ctx, r)
 	case *kmsg.DescribeClusterRequest:
 		return b.handleDescribeCluster(ctx, r)
+	case *kmsg.InitProducerIDRequest:
+		return b.handleInitProducerID(ctx, r)
 	default:
 		return nil, fmt.Errorf("no handler for API key %d", req.Key())
 	}
