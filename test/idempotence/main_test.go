@@ -69,7 +69,7 @@ func (r *rawClient) createTopic(topic string, configs map[string]*string) {
 	ctx := harness.Ctx(r.t, opTimeout)
 	resp, err := adm.CreateTopic(ctx, 1, 1, configs, topic)
 	if err != nil {
-		r.t.Fatalf("create topic %s: %v", topic, err)
+		r.t.Fatalf("create topic %s: %v\n%s", topic, err, r.b.Output())
 	}
 	r.ids[topic] = resp.ID
 }
