@@ -147,6 +147,7 @@ type produceReport struct {
 	out      io.Writer
 	errOut   io.Writer
 	verbose  bool
+	noAcks   bool // acks=0: the broker never tells the offset
 	sent     int64
 	failed   int64
 	firstErr error
@@ -167,7 +168,11 @@ func (r *produceReport) done(line int, rec *kgo.Record, err error) {
 	}
 	r.sent++
 	if r.verbose {
-		fmt.Fprintf(r.out, "%d@%d\n", rec.Partition, rec.Offset)
+		off := rec.Offset
+		if r.noAcks {
+			off = -1 // as Java's producer reports it
+		}
+		fmt.Fprintf(r.out, "%d@%d\n", rec.Partition, off)
 	}
 }
 
@@ -183,7 +188,7 @@ type inputLine struct {
 func runProduce(ctx context.Context, cl *kgo.Client, o *produceOptions, hdrs []kgo.RecordHeader,
 	in io.Reader, out, errOut io.Writer,
 ) error {
-	rep := &produceReport{out: out, errOut: errOut, verbose: o.verbose}
+	rep := &produceReport{out: out, errOut: errOut, verbose: o.verbose, noAcks: o.acks == "0"}
 	// Records are produced with a context that ignores cancellation: once a
 	// line has been read it should be delivered, even after ^C.
 	recCtx := context.WithoutCancel(ctx)
