@@ -40,6 +40,11 @@ func splitAndCheck(records []byte, cfg Config, leader bool, refs []batchRef) ([]
 			if err != nil {
 				return fmt.Errorf("batch at byte %d: %w", pos, err)
 			}
+			if cfg.Compact && !vh.Control() {
+				if err := recordbatch.CheckKeys(batch); err != nil {
+					return fmt.Errorf("batch at byte %d of a compacted log: %w", pos, err)
+				}
+			}
 			h = vh
 		} else {
 			if err := recordbatch.CheckCRC(batch); err != nil {

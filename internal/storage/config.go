@@ -16,6 +16,9 @@ func DefaultConfig() Config {
 		FlushIntervalMs:       math.MaxInt64,
 		LogAppendTime:         false,
 		FileDeleteDelayMs:     60000,
+
+		DeleteRetentionMs:      86400000,
+		MinCleanableDirtyRatio: 0.5,
 	}
 }
 
@@ -47,6 +50,9 @@ func (c Config) normalized() Config {
 	if c.FileDeleteDelayMs < 0 {
 		c.FileDeleteDelayMs = 0
 	}
+	c.DeleteRetentionMs = max(c.DeleteRetentionMs, 0)
+	c.MinCompactionLagMs = max(c.MinCompactionLagMs, 0)
+	c.MinCleanableDirtyRatio = min(max(c.MinCleanableDirtyRatio, 0), 1)
 	return c
 }
 

@@ -134,9 +134,13 @@ func (l *Log) load(recoveryPoint, logStart int64, clean bool) error {
 	return nil
 }
 
-// cleanDir removes leftovers of interrupted work (*.deleted, *.tmp,
-// indexes without a .log) and returns the segment base offsets, sorted.
+// cleanDir finishes or undoes interrupted cleaner swaps, removes leftovers
+// of interrupted work (*.deleted, *.tmp, indexes without a .log) and
+// returns the segment base offsets, sorted.
 func (l *Log) cleanDir() ([]int64, error) {
+	if err := l.recoverSwaps(); err != nil {
+		return nil, fmt.Errorf("recover cleaner swaps in %s: %w", l.dir, err)
+	}
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
 		return nil, fmt.Errorf("list partition dir %s: %w", l.dir, err)

@@ -39,6 +39,12 @@ type Config struct {
 	FlushIntervalMs       int64 // flush when the oldest unflushed append is this old; <=0 or MaxInt64 = never
 	LogAppendTime         bool  // message.timestamp.type=LogAppendTime
 	FileDeleteDelayMs     int64 // file.delete.delay.ms (60000): *.deleted files removed after this
+
+	// Compaction (cleaner.go). Compact: cleanup.policy contains "compact".
+	Compact                bool
+	DeleteRetentionMs      int64   // delete.retention.ms (86400000): tombstones kept this long after cleaning
+	MinCompactionLagMs     int64   // min.compaction.lag.ms (0): younger segments are not compacted
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio (0.5)
 }
 
 // AppendInfo describes a successful append.
@@ -120,6 +126,8 @@ type Log struct {
 
 	delMu   sync.Mutex
 	pending map[*segment]*time.Timer // segments renamed *.deleted, awaiting removal
+
+	clean cleanerState // log compaction bookkeeping (cleaner.go)
 }
 
 // leaderEpochFile is the per-partition leader epoch checkpoint.

@@ -56,6 +56,11 @@ type ManagerConfig struct {
 	RetentionCheckIntervalMs int64    // log.retention.check.interval.ms (300000)
 	FlushSchedulerIntervalMs int64    // how often FlushIntervalMs is checked (Kafka: log.flush.scheduler.interval.ms)
 	CheckpointIntervalMs     int64    // log.flush.offset.checkpoint.interval.ms (60000)
+
+	// Log cleaner (cleaner_manager.go), for logs whose Config.Compact is set.
+	DisableCleaner          bool  // log.cleaner.enable=false (the zero value keeps Kafka's default: on)
+	CleanerBackoffMs        int64 // log.cleaner.backoff.ms (15000): idle wait between looks
+	CleanerDedupeBufferSize int64 // log.cleaner.dedupe.buffer.size (134217728): offset map budget
 }
 
 // managedLog is a log and the index of the log dir holding it.
@@ -77,6 +82,8 @@ type Manager struct {
 	closed bool
 
 	ckMu sync.Mutex // one checkpoint writer at a time
+
+	cleaner cleanerRunner
 }
 
 // OpenManager loads every "<topic>-<partition>" directory in the log dirs.
@@ -98,9 +105,11 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 		dir           int
 		path          string
 		rp, lso       int64
+		cleaned       int64
 		cleanShutdown bool
 	}
 	var jobs []job
+	cleanerPoints := m.readCleanerCheckpoints()
 	for i, dir := range cfg.Dirs {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("create log dir %s: %w", dir, err)
@@ -130,7 +139,7 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 				continue
 			}
 			key := checkpoint.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
-			jobs = append(jobs, job{tp: tp, dir: i, path: p, rp: rps[key], lso: lsos[key], cleanShutdown: clean})
+			jobs = append(jobs, job{tp: tp, dir: i, path: p, rp: rps[key], lso: lsos[key], cleaned: cleanerPoints[i][key], cleanShutdown: clean})
 		}
 	}
 
@@ -152,6 +161,7 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 				errs = append(errs, fmt.Errorf("load %s: %w", j.path, err))
 				return
 			}
+			l.setCleanerCheckpoint(j.cleaned)
 			m.logs[j.tp] = managedLog{log: l, dir: j.dir}
 		}()
 	}
@@ -274,7 +284,7 @@ func (m *Manager) Checkpoint() error {
 		lsos[ml.dir][key] = ml.log.LogStartOffset()
 	}
 	m.mu.RUnlock()
-	var errs []error
+	errs := []error{m.writeCleanerCheckpointsLocked()}
 	for i, dir := range m.cfg.Dirs {
 		if err := checkpoint.WriteOffsets(filepath.Join(dir, recoveryPointFile), rps[i]); err != nil {
 			errs = append(errs, fmt.Errorf("write recovery points in %s: %w", dir, err))
@@ -295,6 +305,11 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	m.closed = true
+	m.mu.Unlock()
+	// A cleaning pass reads and swaps segments: let it finish or abandon
+	// before the logs close under it.
+	m.stopCleaner()
+	m.mu.Lock()
 	logs := make(map[TopicPartition]managedLog, len(m.logs))
 	for tp, ml := range m.logs {
 		logs[tp] = ml
@@ -332,8 +347,10 @@ func (m *Manager) Close() error {
 	return errors.Join(errs...)
 }
 
-// Run runs background work (retention, flush, roll, checkpoints) until ctx ends.
+// Run runs background work (retention, flush, roll, checkpoints, and the
+// log cleaner unless disabled) until ctx ends.
 func (m *Manager) Run(ctx context.Context) {
+	m.startCleaner(ctx)
 	retention := time.NewTicker(interval(m.cfg.RetentionCheckIntervalMs, 300000))
 	defer retention.Stop()
 	// Checking more often than the scheduler interval is harmless (each

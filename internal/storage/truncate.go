@@ -65,6 +65,10 @@ func (l *Log) TruncateTo(offset int64) error {
 	if l.recoveryPoint.Load() > newEnd {
 		l.recoveryPoint.Store(newEnd)
 	}
+	// What is appended from here on was never in an offset map.
+	if l.clean.point.Load() > newEnd {
+		l.clean.point.Store(newEnd)
+	}
 	if err := l.epochs.TruncateFromEnd(newEnd); err != nil {
 		return fmt.Errorf("truncate leader epochs of %s to %d: %w", l.dir, newEnd, err)
 	}
