@@ -234,7 +234,7 @@ func TestCleanerTransactionalAndProducerBatches(t *testing.T) {
 	idem := batchOpts{ts: t0.UnixMilli(), pid: 5, seq: 0}
 	mustAppend(t, l, keyedBatch(t, idem, kv{key: "c", value: "c1"}), 0) // 4
 	idem.seq = 1
-	mustAppend(t, l, keyedBatch(t, idem, kv{key: "b", value: "b1"}), 0) // 5
+	mustAppend(t, l, keyedBatch(t, idem, kv{key: "b", value: "b1"}), 0)                        // 5
 	mustAppend(t, l, keyedBatch(t, o, kv{key: "b", value: "b2"}, kv{key: "z", value: "z"}), 0) // 6-7
 	forceRoll(t, l)
 	cleanAt(t, l, t0)
