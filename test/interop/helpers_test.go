@@ -168,8 +168,11 @@ func jsonLines[T any](t *testing.T, out []byte) []T {
 	return vs
 }
 
+// newAdmin returns a kadm client whose metadata answers are at most a few
+// milliseconds old: kadm serves Metadata from franz-go's cache, which by
+// default may be 5 s stale, and tests poll for metadata changes.
 func newAdmin(t *testing.T, b *harness.Broker) *kadm.Client {
-	return kadm.NewClient(b.Client())
+	return kadm.NewClient(b.Client(kgo.MetadataMinAge(10 * time.Millisecond)))
 }
 
 // createTopic creates a topic with replication factor 1 and waits until
