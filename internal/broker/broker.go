@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/weir-project/weir/internal/config"
+	"github.com/weir-project/weir/internal/group"
 	"github.com/weir-project/weir/internal/metadata"
 	"github.com/weir-project/weir/internal/replica"
 	"github.com/weir-project/weir/internal/server"
@@ -65,6 +66,8 @@ type Broker struct {
 	srv      *server.Server
 	// producerIDs hands out idempotent producer ids (InitProducerId).
 	producerIDs *txn.ProducerIDs
+	// groups is the consumer group coordinator (groups.go).
+	groups *group.Coordinator
 
 	reconcileMu sync.Mutex
 	lastImage   *metadata.Image
@@ -111,6 +114,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	defer func() { err = errors.Join(err, b.logs.Close()) }()
 	b.replicas = replica.NewManager(b.logs)
+	b.groups = b.newGroupCoordinator()
+	defer b.groups.Close()
 
 	b.meta, err = metadata.Open(metadata.Config{
 		NodeID:                   opts.NodeID,
@@ -151,10 +156,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); b.logs.Run(runCtx) }()
 	go func() { defer wg.Done(); b.watchMetadata(runCtx) }()
 	go func() { defer wg.Done(); b.expireProducers(runCtx) }()
+	go func() { defer wg.Done(); b.watchGroupPartitions(runCtx) }()
 
 	addrs := map[string]net.Addr{}
 	for _, l := range opts.Listeners {

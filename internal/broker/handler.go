@@ -28,6 +28,19 @@ var supported = map[int16][2]int16{
 	kmsg.IncrementalAlterConfigs.Int16(): {0, 1},
 	kmsg.DescribeCluster.Int16():         {0, 1},
 	kmsg.InitProducerID.Int16():          {0, 5},
+	// Groups (groups.go): up to kmsg's newest; OffsetCommit/OffsetFetch
+	// v10 (topic ids) are not served yet.
+	kmsg.FindCoordinator.Int16(): {0, 6},
+	kmsg.JoinGroup.Int16():       {0, 9},
+	kmsg.SyncGroup.Int16():       {0, 5},
+	kmsg.Heartbeat.Int16():       {0, 4},
+	kmsg.LeaveGroup.Int16():      {0, 5},
+	kmsg.OffsetCommit.Int16():    {0, 9},
+	kmsg.OffsetFetch.Int16():     {0, 9},
+	kmsg.ListGroups.Int16():      {0, 5},
+	kmsg.DescribeGroups.Int16():  {0, 6},
+	kmsg.DeleteGroups.Int16():    {0, 3},
+	kmsg.OffsetDelete.Int16():    {0, 0},
 }
 
 // apiVersions is the table the server advertises in ApiVersions.
@@ -77,6 +90,28 @@ func (b *Broker) Handle(ctx context.Context, rc *server.RequestContext, req kmsg
 		return b.handleDescribeCluster(ctx, r)
 	case *kmsg.InitProducerIDRequest:
 		return b.handleInitProducerID(ctx, r)
+	case *kmsg.FindCoordinatorRequest:
+		return b.handleFindCoordinator(ctx, rc, r)
+	case *kmsg.JoinGroupRequest:
+		return b.handleJoinGroup(ctx, rc, r)
+	case *kmsg.SyncGroupRequest:
+		return b.handleSyncGroup(ctx, r)
+	case *kmsg.HeartbeatRequest:
+		return b.handleHeartbeat(ctx, r)
+	case *kmsg.LeaveGroupRequest:
+		return b.handleLeaveGroup(ctx, r)
+	case *kmsg.OffsetCommitRequest:
+		return b.handleOffsetCommit(ctx, r)
+	case *kmsg.OffsetFetchRequest:
+		return b.handleOffsetFetch(ctx, r)
+	case *kmsg.ListGroupsRequest:
+		return b.handleListGroups(ctx, r)
+	case *kmsg.DescribeGroupsRequest:
+		return b.handleDescribeGroups(ctx, r)
+	case *kmsg.DeleteGroupsRequest:
+		return b.handleDeleteGroups(ctx, r)
+	case *kmsg.OffsetDeleteRequest:
+		return b.handleOffsetDelete(ctx, r)
 	default:
 		return nil, fmt.Errorf("no handler for API key %d", req.Key())
 	}

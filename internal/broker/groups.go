@@ -1,0 +1,418 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-project/weir/internal/group"
+	"github.com/weir-project/weir/internal/server"
+)
+
+// The group APIs translate Kafka's versioned requests into the group
+// coordinator's version-independent ones and back; the rules live in
+// internal/group.
+
+// Coordinator key types of FindCoordinator.
+const (
+	coordinatorGroup       = 0
+	coordinatorTransaction = 1
+)
+
+func (b *Broker) handleFindCoordinator(ctx context.Context, rc *server.RequestContext, req *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	for _, key := range keys {
+		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(ctx, rc, req.CoordinatorType, key))
+	}
+	if req.Version < 4 {
+		c := resp.Coordinators[0]
+		resp.Coordinators = nil
+		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.ErrorMessage, c.NodeID, c.Host, c.Port
+	}
+	return resp, nil
+}
+
+func (b *Broker) findCoordinator(ctx context.Context, rc *server.RequestContext, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Port = key, -1, -1
+	fail := func(code *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
+		c.ErrorCode, c.ErrorMessage = code.Code, &msg
+		return c
+	}
+	switch keyType {
+	case coordinatorGroup:
+	case coordinatorTransaction:
+		return fail(kerr.CoordinatorNotAvailable, "transactions are not supported yet")
+	default:
+		return fail(kerr.InvalidRequest, fmt.Sprintf("unknown coordinator key type %d", keyType))
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	t, err := b.ensureOffsetsTopic(ctx)
+	if err != nil {
+		b.log.Warn("find coordinator", "group", key, "err", err)
+		return fail(kerr.CoordinatorNotAvailable, err.Error())
+	}
+	img := b.meta.Image()
+	p, ok := img.Partition(offsetsTopic, group.PartitionFor(key, int32(len(t.Partitions))))
+	if !ok || p.Leader < 0 {
+		return fail(kerr.CoordinatorNotAvailable, "the group's partition of __consumer_offsets has no leader")
+	}
+	br, ok := img.Broker(p.Leader)
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable, fmt.Sprintf("coordinator broker %d is not registered", p.Leader))
+	}
+	c.NodeID, c.Host, c.Port = br.ID, br.Host, br.Port
+	for _, ep := range br.Endpoints {
+		if ep.Listener == rc.Listener {
+			c.Host, c.Port = ep.Host, ep.Port
+		}
+	}
+	return c
+}
+
+// clientHost is how Kafka shows a member's host: "/" and its address.
+func clientHost(rc *server.RequestContext) string {
+	if rc == nil || rc.RemoteAddr == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(rc.RemoteAddr.String())
+	if err != nil {
+		host = rc.RemoteAddr.String()
+	}
+	return "/" + host
+}
+
+func millis(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+func ptr(s string) *string { return &s }
+
+// kcode is the code of a coordinator error (nil = NONE).
+func kcode(err error) int16 { return errorCode(err) }
+
+func (b *Broker) handleJoinGroup(ctx context.Context, rc *server.RequestContext, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	jr := group.JoinRequest{
+		Group: req.Group, MemberID: req.MemberID, InstanceID: deref(req.InstanceID),
+		ClientID: rc.ClientID, ClientHost: clientHost(rc),
+		SessionTimeout:       millis(req.SessionTimeoutMillis),
+		RebalanceTimeout:     millis(req.RebalanceTimeoutMillis),
+		ProtocolType:         req.ProtocolType,
+		RequireKnownMemberID: req.Version >= 4,
+	}
+	if req.Version == 0 || req.RebalanceTimeoutMillis <= 0 {
+		// v0 has no rebalance timeout: the session timeout served as one.
+		jr.RebalanceTimeout = jr.SessionTimeout
+	}
+	for _, p := range req.Protocols {
+		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
+	}
+	r := b.groups.Join(ctx, jr)
+	var err error
+	if r.Err != nil {
+		err = r.Err
+	}
+	resp.ErrorCode = kcode(err)
+	resp.Generation, resp.MemberID, resp.LeaderID = r.Generation, r.MemberID, r.Leader
+	resp.SkipAssignment = r.SkipAssignment
+	if r.Err == nil || req.Version < 7 {
+		// Before v7 the protocol is not nullable.
+		resp.ProtocolType, resp.Protocol = ptr(r.ProtocolType), ptr(r.Protocol)
+	}
+	for _, m := range r.Members {
+		rm := kmsg.NewJoinGroupResponseMember()
+		rm.MemberID, rm.ProtocolMetadata = m.MemberID, m.Metadata
+		if m.InstanceID != "" {
+			rm.InstanceID = ptr(m.InstanceID)
+		}
+		resp.Members = append(resp.Members, rm)
+	}
+	return resp, nil
+}
+
+func (b *Broker) handleSyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	sr := group.SyncRequest{
+		Group: req.Group, MemberID: req.MemberID, InstanceID: deref(req.InstanceID),
+		Generation: req.Generation, ProtocolType: deref(req.ProtocolType), Protocol: deref(req.Protocol),
+		Assignments: map[string][]byte{},
+	}
+	for _, a := range req.GroupAssignment {
+		sr.Assignments[a.MemberID] = a.MemberAssignment
+	}
+	r := b.groups.Sync(ctx, sr)
+	if r.Err != nil {
+		resp.ErrorCode = r.Err.Code
+		resp.MemberAssignment = []byte{}
+		return resp, nil
+	}
+	resp.MemberAssignment = r.Assignment
+	if resp.MemberAssignment == nil {
+		resp.MemberAssignment = []byte{}
+	}
+	resp.ProtocolType, resp.Protocol = ptr(r.ProtocolType), ptr(r.Protocol)
+	return resp, nil
+}
+
+func (b *Broker) handleHeartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	resp.ErrorCode = kcode(b.groups.Heartbeat(group.HeartbeatRequest{
+		Group: req.Group, MemberID: req.MemberID, InstanceID: deref(req.InstanceID), Generation: req.Generation,
+	}))
+	return resp, nil
+}
+
+func (b *Broker) handleLeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	var members []group.LeavingMember
+	if req.Version < 3 {
+		members = []group.LeavingMember{{MemberID: req.MemberID}}
+	} else {
+		for _, m := range req.Members {
+			members = append(members, group.LeavingMember{MemberID: m.MemberID, InstanceID: deref(m.InstanceID)})
+		}
+	}
+	errs, err := b.groups.Leave(req.Group, members)
+	if err != nil {
+		resp.ErrorCode = kcode(err)
+		return resp, nil
+	}
+	for i, m := range members {
+		code := kcode(errs[i])
+		if resp.ErrorCode == 0 {
+			// Kafka reports the first member error at the top as well.
+			resp.ErrorCode = code
+		}
+		if req.Version >= 3 {
+			rm := kmsg.NewLeaveGroupResponseMember()
+			rm.MemberID, rm.ErrorCode = m.MemberID, code
+			if m.InstanceID != "" {
+				rm.InstanceID = ptr(m.InstanceID)
+			}
+			resp.Members = append(resp.Members, rm)
+		}
+	}
+	return resp, nil
+}
+
+func (b *Broker) handleOffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	cr := group.CommitRequest{
+		Group: req.Group, MemberID: req.MemberID, InstanceID: deref(req.InstanceID), Generation: req.Generation,
+	}
+	if req.Version == 0 {
+		cr.Generation, cr.MemberID = -1, ""
+	}
+	if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis > 0 {
+		cr.Retention = time.Duration(req.RetentionTimeMillis) * time.Millisecond
+	}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			epoch := p.LeaderEpoch
+			if req.Version < 6 {
+				epoch = -1
+			}
+			cr.Offsets = append(cr.Offsets, group.CommitOffset{
+				Topic: t.Topic, Partition: p.Partition, Offset: p.Offset, LeaderEpoch: epoch, Metadata: deref(p.Metadata),
+			})
+		}
+	}
+	errs := b.groups.CommitOffsets(cr)
+	i := 0
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kcode(errs[i])
+			i++
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version >= 8 {
+		for _, g := range req.Groups {
+			var topics []group.TopicPartitions
+			if g.Topics != nil {
+				topics = []group.TopicPartitions{}
+				for _, t := range g.Topics {
+					topics = append(topics, group.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
+				}
+			}
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group = g.Group
+			offsets, err := b.groups.FetchOffsets(g.Group, topics)
+			rg.ErrorCode = kcode(err)
+			var cur *kmsg.OffsetFetchResponseGroupTopic
+			for _, o := range offsets {
+				if cur == nil || cur.Topic != o.Topic {
+					rg.Topics = append(rg.Topics, kmsg.NewOffsetFetchResponseGroupTopic())
+					cur = &rg.Topics[len(rg.Topics)-1]
+					cur.Topic = o.Topic
+				}
+				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Partition, o.Offset, o.LeaderEpoch, ptr(o.Metadata)
+				cur.Partitions = append(cur.Partitions, rp)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp, nil
+	}
+	var topics []group.TopicPartitions
+	if req.Topics != nil || req.Version < 2 {
+		topics = []group.TopicPartitions{}
+		for _, t := range req.Topics {
+			topics = append(topics, group.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
+		}
+	}
+	offsets, err := b.groups.FetchOffsets(req.Group, topics)
+	code := kcode(err)
+	if err != nil && req.Version < 2 {
+		// No group-level error before v2: every partition carries it.
+		for _, t := range topics {
+			for _, p := range t.Partitions {
+				offsets = append(offsets, group.FetchedOffset{Topic: t.Topic, Partition: p, Offset: -1, LeaderEpoch: -1})
+			}
+		}
+	}
+	resp.ErrorCode = code
+	var cur *kmsg.OffsetFetchResponseTopic
+	for _, o := range offsets {
+		if cur == nil || cur.Topic != o.Topic {
+			resp.Topics = append(resp.Topics, kmsg.NewOffsetFetchResponseTopic())
+			cur = &resp.Topics[len(resp.Topics)-1]
+			cur.Topic = o.Topic
+		}
+		rp := kmsg.NewOffsetFetchResponseTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Partition, o.Offset, o.LeaderEpoch, ptr(o.Metadata)
+		if req.Version < 2 {
+			rp.ErrorCode = code
+		}
+		cur.Partitions = append(cur.Partitions, rp)
+	}
+	return resp, nil
+}
+
+func (b *Broker) handleListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	if b.groups.Loading() {
+		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+	}
+	if len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, "classic") {
+		return resp, nil
+	}
+	for _, l := range b.groups.ListGroups(req.StatesFilter) {
+		rg := kmsg.NewListGroupsResponseGroup()
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = l.Group, l.ProtocolType, l.State.String(), "classic"
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}
+
+func containsFold(list []string, s string) bool {
+	for _, v := range list {
+		if strings.EqualFold(v, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Broker) handleDescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, id := range req.Groups {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group = id
+		rg.AuthorizedOperations = -2147483648 // not computed: no ACLs
+		d, err := b.groups.DescribeGroup(id)
+		switch {
+		case errors.Is(err, kerr.GroupIDNotFound):
+			// Before v6 a missing group is described as Dead, no error.
+			rg.State = group.Dead.String()
+			if req.Version >= 6 {
+				rg.ErrorCode = kerr.GroupIDNotFound.Code
+				rg.ErrorMessage = ptr(fmt.Sprintf("group %s not found", id))
+			}
+		case err != nil:
+			rg.ErrorCode = kcode(err)
+		default:
+			rg.State, rg.ProtocolType, rg.Protocol = d.State.String(), d.ProtocolType, d.Protocol
+			for _, m := range d.Members {
+				rm := kmsg.NewDescribeGroupsResponseGroupMember()
+				rm.MemberID, rm.ClientID, rm.ClientHost = m.MemberID, m.ClientID, m.ClientHost
+				rm.ProtocolMetadata, rm.MemberAssignment = orEmpty(m.Metadata), orEmpty(m.Assignment)
+				if m.InstanceID != "" {
+					rm.InstanceID = ptr(m.InstanceID)
+				}
+				rg.Members = append(rg.Members, rm)
+			}
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}
+
+func orEmpty(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+func (b *Broker) handleDeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	errs := b.groups.DeleteGroups(req.Groups)
+	for i, id := range req.Groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = id, kcode(errs[i])
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}
+
+func (b *Broker) handleOffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	var topics []group.TopicPartitions
+	for _, t := range req.Topics {
+		tp := group.TopicPartitions{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			tp.Partitions = append(tp.Partitions, p.Partition)
+		}
+		topics = append(topics, tp)
+	}
+	errs, err := b.groups.DeleteOffsets(req.Group, topics)
+	if err != nil {
+		resp.ErrorCode = kcode(err)
+		return resp, nil
+	}
+	img := b.meta.Image()
+	for i, t := range topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for j, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p, kcode(errs[i][j])
+			if _, ok := img.Partition(t.Topic, p); !ok && rp.ErrorCode == 0 {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

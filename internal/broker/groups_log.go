@@ -1,0 +1,227 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-project/weir/internal/group"
+	"github.com/weir-project/weir/internal/metadata"
+	"github.com/weir-project/weir/internal/replica"
+	"github.com/weir-project/weir/internal/storage"
+	"github.com/weir-project/weir/internal/storage/recordbatch"
+)
+
+// offsetsTopic is Kafka's internal topic for group state and offsets.
+const offsetsTopic = "__consumer_offsets"
+
+// newGroupCoordinator builds the coordinator on this broker's replicas,
+// configured from Kafka's group.* and offsets.* keys.
+func (b *Broker) newGroupCoordinator() *group.Coordinator {
+	cfg := b.opts.Config
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	return group.New(group.Config{
+		Log:                   offsetsLog{b},
+		Topics:                topicsView{b},
+		Logger:                b.log.With("component", "group"),
+		InitialRebalanceDelay: ms(cfg.GroupInitialRebalanceDelayMs),
+		MinSessionTimeout:     ms(cfg.GroupMinSessionTimeoutMs),
+		MaxSessionTimeout:     ms(cfg.GroupMaxSessionTimeoutMs),
+		OffsetsRetention:      time.Duration(cfg.OffsetsRetentionMinutes) * time.Minute,
+	})
+}
+
+// offsetsLog implements group.Log on the local replicas of
+// __consumer_offsets.
+type offsetsLog struct{ b *Broker }
+
+func (l offsetsLog) partition(p int32) (*replica.Partition, error) {
+	rp := l.b.replicas.Get(storage.TopicPartition{Topic: offsetsTopic, Partition: p})
+	if rp == nil {
+		return nil, fmt.Errorf("%s-%d is not hosted here: %w", offsetsTopic, p, kerr.NotCoordinator)
+	}
+	return rp, nil
+}
+
+// Append writes the records as one batch and waits, as acks=-1 does, for
+// the high watermark to pass it.
+func (l offsetsLog) Append(ctx context.Context, p int32, recs []group.Record) error {
+	rp, err := l.partition(p)
+	if err != nil {
+		return err
+	}
+	rs := make([]recordbatch.Record, len(recs))
+	for i, r := range recs {
+		rs[i] = recordbatch.Record{Key: r.Key, Value: r.Value}
+	}
+	batch, err := recordbatch.Build(recordbatch.BuildOptions{
+		BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+	}, rs)
+	if err != nil {
+		return fmt.Errorf("build %s-%d batch: %w", offsetsTopic, p, err)
+	}
+	info, err := rp.AppendAsLeader(batch, -1)
+	if err != nil {
+		return fmt.Errorf("append to %s-%d: %w", offsetsTopic, p, err)
+	}
+	for {
+		changed := rp.Changed()
+		if rp.Offsets().HighWater > info.LastOffset {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s-%d to commit offset %d: %w", offsetsTopic, p, info.LastOffset, ctx.Err())
+		case <-changed:
+		}
+	}
+}
+
+// Replay reads the partition from its start to the high watermark.
+func (l offsetsLog) Replay(ctx context.Context, p int32, fn func(group.Record) error) error {
+	rp, err := l.partition(p)
+	if err != nil {
+		return err
+	}
+	next := rp.Offsets().LogStart
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		o := rp.Offsets()
+		if next >= o.HighWater {
+			return nil
+		}
+		if next < o.LogStart {
+			next = o.LogStart // retention or compaction moved the start
+		}
+		r, err := rp.Log().Read(next, 1<<20, o.HighWater)
+		if errors.Is(err, storage.ErrOffsetOutOfRange) && next < rp.Offsets().LogStart {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("replay %s-%d at %d: %w", offsetsTopic, p, next, err)
+		}
+		if r.Len == 0 {
+			return nil
+		}
+		buf, err := r.Bytes()
+		if err != nil {
+			return err
+		}
+		err = recordbatch.Split(buf, func(batch []byte, h recordbatch.Header) error {
+			next = h.LastOffset() + 1
+			if h.Control() {
+				return nil
+			}
+			recs, err := recordbatch.Records(batch)
+			if err != nil {
+				return fmt.Errorf("batch at %d: %w", h.BaseOffset, err)
+			}
+			for _, rec := range recs {
+				if err := fn(group.Record{Key: rec.Key, Value: rec.Value}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("replay %s-%d: %w", offsetsTopic, p, err)
+		}
+	}
+}
+
+// topicsView implements group.Topics on the metadata image.
+type topicsView struct{ b *Broker }
+
+func (v topicsView) PartitionExists(topic string, p int32) bool {
+	_, ok := v.b.meta.Image().Partition(topic, p)
+	return ok
+}
+
+// watchGroupPartitions makes the coordinator own exactly the partitions
+// of __consumer_offsets this broker leads, following metadata changes.
+// A partition we lead but whose replica is not open yet is retried.
+func (b *Broker) watchGroupPartitions(ctx context.Context) {
+	for {
+		changed := b.meta.Changes()
+		var retry <-chan time.Time
+		if b.syncGroupPartitions() {
+			retry = time.After(200 * time.Millisecond)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-retry:
+		}
+	}
+}
+
+// syncGroupPartitions elects and resigns coordinator partitions; true if
+// some led partition is not ready yet.
+func (b *Broker) syncGroupPartitions() (pending bool) {
+	t := b.meta.Image().TopicByName(offsetsTopic)
+	owned := b.groups.Owned()
+	lead := map[int32]bool{}
+	if t != nil {
+		n := int32(len(t.Partitions))
+		for _, p := range t.Partitions {
+			if p.Leader != b.nodeID {
+				continue
+			}
+			rp := b.replicas.Get(storage.TopicPartition{Topic: offsetsTopic, Partition: p.Partition})
+			if rp == nil || !rp.IsLeader() {
+				pending = true
+				continue
+			}
+			lead[p.Partition] = true
+			b.groups.Elect(p.Partition, n)
+		}
+	}
+	for p := range owned {
+		if !lead[p] {
+			b.groups.Resign(p)
+		}
+	}
+	return pending
+}
+
+// ensureOffsetsTopic creates __consumer_offsets on first need, as Kafka
+// does: offsets.topic.num.partitions partitions, a replication factor of
+// offsets.topic.replication.factor capped at the registered brokers,
+// compacted, with offsets.topic.segment.bytes segments.
+func (b *Broker) ensureOffsetsTopic(ctx context.Context) (*metadata.Topic, error) {
+	img := b.meta.Image()
+	if t := img.TopicByName(offsetsTopic); t != nil {
+		return t, nil
+	}
+	cfg := b.opts.Config
+	rf := min(int(cfg.OffsetsTopicReplicationFactor), len(img.Brokers()))
+	t, err := b.createTopic(ctx, metadata.CreateTopic{
+		Name:              offsetsTopic,
+		NumPartitions:     cfg.OffsetsTopicNumPartitions,
+		ReplicationFactor: int16(max(rf, 1)),
+		Configs: map[string]string{
+			"cleanup.policy":   "compact",
+			"segment.bytes":    strconv.FormatInt(cfg.OffsetsTopicSegmentBytes, 10),
+			"compression.type": "producer",
+		},
+	})
+	if errors.Is(err, metadata.ErrTopicExists) {
+		if t := b.meta.Image().TopicByName(offsetsTopic); t != nil {
+			return t, nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", offsetsTopic, err)
+	}
+	b.log.Info("created internal topic", slog.String("topic", offsetsTopic), slog.Int("partitions", len(t.Partitions)), slog.Int("replication.factor", max(rf, 1)))
+	b.syncGroupPartitions()
+	return t, nil
+}
