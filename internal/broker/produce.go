@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -46,6 +47,17 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 		resp.Topics = append(resp.Topics, st)
 	}
 	if req.Acks == 0 {
+		// The client expects no answer, so, like Kafka, close the
+		// connection to tell it that something failed: it then refreshes
+		// its metadata instead of producing into the void.
+		for _, st := range resp.Topics {
+			for _, sp := range st.Partitions {
+				if sp.ErrorCode != 0 {
+					return nil, fmt.Errorf("acks=0 produce to %s-%d failed: %w",
+						st.Topic, sp.Partition, kerr.ErrorForCode(sp.ErrorCode))
+				}
+			}
+		}
 		return nil, nil
 	}
 	return resp, nil
