@@ -52,6 +52,11 @@ func TestBadInput(t *testing.T) {
 			body := binary.AppendUvarint(nil, 1_000_001) // compact: count+1
 			return frameBody(3, 9, true, 1, body)
 		}},
+		{"header v2 tagged field longer than the frame", func() []byte {
+			tags := []byte{1, 0}                     // one tagged field, tag 0
+			tags = binary.AppendUvarint(tags, 1<<20) // of 1 MiB
+			return frameBody(3, 9, false, 1, append(tags, 1, 2, 3))
+		}},
 		{"Produce v7 claiming 2^31-1 partitions", func() []byte {
 			body := []byte{0xff, 0xff}                             // null transactional id
 			body = binary.BigEndian.AppendUint16(body, 1)          // acks
@@ -121,6 +126,29 @@ func TestBadInput(t *testing.T) {
 		expectCode(t, "produce a good batch after corrupt ones", sp.ErrorCode, nil)
 		if sp.BaseOffset != before {
 			t.Fatalf("good batch got offset %d, want %d", sp.BaseOffset, before)
+		}
+		assertServes(t, b)
+	})
+
+	t.Run("acks=0 with an error closes the connection", func(t *testing.T) {
+		// The client expects no answer, so Kafka closes the connection
+		// to tell it something went wrong (it then refreshes metadata).
+		c := dialRaw(t, b.Addr)
+		before := endOffsets(t, b, topic)[0]
+		c.write(frame(produceRequest(topic, 0, 0, buildBatch(t, 1, 10)), 1))
+		harness.WaitFor(t, opTimeout, "the acks=0 record to be appended", func() bool {
+			return endOffsets(t, b, topic)[0] == before+1
+		})
+		// The connection is still open after a good acks=0 request.
+		sp := produceRaw(c, topic, 0, 1, buildBatch(t, 1, 10))
+		expectCode(t, "acks=1 produce after a good acks=0 produce", sp.ErrorCode, nil)
+
+		batch := buildBatch(t, 1, 10)
+		batch[len(batch)-1] ^= 1
+		c.write(frame(produceRequest(topic, 0, 0, batch), 9))
+		c.expectClosed()
+		if after := endOffsets(t, b, topic)[0]; after != before+2 {
+			t.Fatalf("end offset %d after a corrupt acks=0 batch, want %d", after, before+2)
 		}
 		assertServes(t, b)
 	})
@@ -267,6 +295,15 @@ func fixCRC(batch []byte) {
 
 func produceRaw(c *rawConn, topic string, partition int32, acks int16, batch []byte) kmsg.ProduceResponseTopicPartition {
 	c.t.Helper()
+	resp := c.roundTrip(produceRequest(topic, partition, acks, batch)).(*kmsg.ProduceResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		c.t.Fatalf("produce response has %d topics, want 1 with 1 partition", len(resp.Topics))
+	}
+	return resp.Topics[0].Partitions[0]
+}
+
+// produceRequest is a Produce v9 of one batch to one partition.
+func produceRequest(topic string, partition int32, acks int16, batch []byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(9)
 	req.Acks, req.TimeoutMillis = acks, 30000
@@ -276,11 +313,7 @@ func produceRaw(c *rawConn, topic string, partition int32, acks int16, batch []b
 	rp.Partition, rp.Records = partition, batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp := c.roundTrip(req).(*kmsg.ProduceResponse)
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		c.t.Fatalf("produce response has %d topics, want 1 with 1 partition", len(resp.Topics))
-	}
-	return resp.Topics[0].Partitions[0]
+	return req
 }
 
 func metadataRaw(c *rawConn, version int16, topic string) kmsg.MetadataResponseTopic {
