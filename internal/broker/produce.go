@@ -34,9 +34,11 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 			case topicErr != nil:
 				sp.ErrorCode = topicErr.Code
-			case len(rp.Records) == 0:
-				sp.ErrorCode = kerr.CorruptMessage.Code
 			default:
+				if kerrCode, msg := checkProduceRecords(req.Version, rp.Records); kerrCode != nil {
+					sp.ErrorCode, sp.ErrorMessage = kerrCode.Code, &msg
+					break
+				}
 				b.produceOne(topic.Name, rp, req.Acks, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
