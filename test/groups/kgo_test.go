@@ -27,22 +27,23 @@ type member struct {
 	errs []error
 }
 
-func startMember(t *testing.T, b *harness.Broker, name, groupID, topic string, balancer kgo.GroupBalancer) *member {
+func startMember(t *testing.T, b *harness.Broker, name, groupID, topic string, balancer kgo.GroupBalancer, extra ...kgo.Opt) *member {
 	t.Helper()
-	cl, err := kgo.NewClient(
+	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(b.Addr),
 		kgo.ClientID(name),
 		kgo.ConsumerGroup(groupID),
 		kgo.ConsumeTopics(topic),
 		kgo.Balancers(balancer),
-		kgo.SessionTimeout(sessionMs*time.Millisecond),
-		kgo.HeartbeatInterval(500*time.Millisecond),
+		kgo.SessionTimeout(sessionMs * time.Millisecond),
+		kgo.HeartbeatInterval(500 * time.Millisecond),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(200*time.Millisecond),
-		kgo.RetryTimeout(30*time.Second),
-	)
+		kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.RetryTimeout(30 * time.Second),
+	}, extra...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
