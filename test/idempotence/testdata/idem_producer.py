@@ -1,0 +1,52 @@
+"""Streams records through a librdkafka idempotent producer (confluent-kafka).
+
+Usage: idem_producer.py BOOTSTRAP TOPIC COUNT PACE_MS
+Produces values "0".."COUNT-1" to partition 0, one every PACE_MS, then
+flushes. Prints "ack OFFSET VALUE" per delivered record and "err VALUE
+REASON" per failed one on stdout (flushed, so the Go test can follow
+progress); exits 0 only if every record was delivered.
+"""
+import sys
+import time
+
+from confluent_kafka import Producer
+
+
+def main():
+    bootstrap, topic, count, pace_ms = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    p = Producer({
+        "bootstrap.servers": bootstrap,
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": 5,
+        "message.timeout.ms": 180000,
+        "retry.backoff.ms": 100,
+        "reconnect.backoff.ms": 100,
+        "reconnect.backoff.max.ms": 1000,
+    })
+    failed = []
+
+    def report(err, msg):
+        if err is not None:
+            failed.append(msg.value())
+            print("err %s %s" % (msg.value().decode(), err), flush=True)
+        else:
+            print("ack %d %s" % (msg.offset(), msg.value().decode()), flush=True)
+
+    for i in range(count):
+        while True:
+            try:
+                p.produce(topic, value=str(i).encode(), partition=0, on_delivery=report)
+                break
+            except BufferError:
+                p.poll(0.1)
+        p.poll(0)
+        time.sleep(pace_ms / 1000.0)
+    left = p.flush(180)
+    if left or failed:
+        print("undelivered %d failed %d" % (left, len(failed)), file=sys.stderr, flush=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
