@@ -117,6 +117,7 @@ func TestKgoRoundTrip100k(t *testing.T) {
 		errs   []error
 		placed = make([][]int, partitions) // produce index by partition, in ack order
 	)
+	start := time.Now()
 	for i := 0; i < n; i++ {
 		r := &kgo.Record{Topic: "rt100k", Key: fmt.Appendf(nil, "k%d", i%997), Value: fmt.Appendf(nil, "%d", i)}
 		cl.Produce(ctx, r, func(r *kgo.Record, err error) {
@@ -136,7 +137,10 @@ func TestKgoRoundTrip100k(t *testing.T) {
 		t.Fatalf("%d produce errors, first: %v", len(errs), errs[0])
 	}
 
+	produced := time.Since(start)
+	start = time.Now()
 	got := consumeKgo(t, b, map[string]int{"rt100k": n})
+	t.Logf("produced %d records (acks=all) in %v, consumed them in %v (race-enabled broker)", n, produced, time.Since(start))
 	next := make([]int64, partitions)
 	seen := make([]bool, n)
 	for _, r := range got {
