@@ -88,6 +88,9 @@ func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 			RetentionCheckIntervalMs: cfg.LogRetentionCheckIntervalMs,
 			FlushSchedulerIntervalMs: cfg.LogFlushSchedulerIntervalMs,
 			CheckpointIntervalMs:     cfg.LogFlushOffsetCheckpointIntervalMs,
+			DisableCleaner:           !cfg.LogCleanerEnable,
+			CleanerBackoffMs:         cfg.LogCleanerBackoffMs,
+			CleanerDedupeBufferSize:  cfg.LogCleanerDedupeBufferSize,
 		},
 	}
 	// A single voter that is this node needs no address list: the

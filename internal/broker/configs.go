@@ -29,6 +29,11 @@ func LogConfig(tc config.TopicConfig) storage.Config {
 		FlushIntervalMs:       tc.FlushMs,
 		LogAppendTime:         tc.LogAppendTime,
 		FileDeleteDelayMs:     tc.FileDeleteDelayMs,
+
+		Compact:                tc.Compacts(),
+		DeleteRetentionMs:      tc.DeleteRetentionMs,
+		MinCompactionLagMs:     tc.MinCompactionLagMs,
+		MinCleanableDirtyRatio: tc.MinCleanableDirtyRatio,
 	}
 }
 

@@ -50,6 +50,9 @@ type Broker struct {
 	LogCleanerDeleteRetentionMs        int64    // log.cleaner.delete.retention.ms (topic: delete.retention.ms)
 	LogCleanerMinCompactionLagMs       int64    // log.cleaner.min.compaction.lag.ms (topic: min.compaction.lag.ms)
 	LogCleanerMinCleanableRatio        float64  // log.cleaner.min.cleanable.ratio (topic: min.cleanable.dirty.ratio)
+	LogCleanerEnable                   bool     // log.cleaner.enable
+	LogCleanerBackoffMs                int64    // log.cleaner.backoff.ms
+	LogCleanerDedupeBufferSize         int64    // log.cleaner.dedupe.buffer.size
 	CompressionType                    string   // compression.type
 
 	// Topics.

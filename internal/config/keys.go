@@ -251,6 +251,12 @@ var brokerKeys = []brokerKey{
 		},
 		get: func(b *Broker) (string, bool) { return formatDouble(b.LogCleanerMinCleanableRatio), true },
 	},
+	boolKey("log.cleaner.enable", true, func(b *Broker) *bool { return &b.LogCleanerEnable },
+		"Run the log cleaner, which compacts topics with cleanup.policy=compact (__consumer_offsets among them)."),
+	intKey("log.cleaner.backoff.ms", TypeLong, 15000, 0, noMax, func(b *Broker) *int64 { return &b.LogCleanerBackoffMs },
+		"How long the cleaner sleeps when no log needs cleaning."),
+	intKey("log.cleaner.dedupe.buffer.size", TypeLong, 134217728, 1<<20, noMax, func(b *Broker) *int64 { return &b.LogCleanerDedupeBufferSize },
+		"Memory for the cleaner's key -> latest offset map; a pass stops at the offset where it fills."),
 	enumKey("compression.type", "producer", compressionTypes, func(b *Broker) *string { return &b.CompressionType },
 		"Compression of stored batches; producer keeps what the producer sent."),
 
