@@ -1,12 +1,13 @@
 // Package storage is the partition log: Kafka's on-disk layout, append,
-// read, roll, flush, crash recovery, truncation and retention, plus the
-// Manager that owns every log in the log dirs.
+// read, roll, flush, crash recovery, truncation, retention and compaction,
+// plus the Manager that owns every log in the log dirs.
 //
 // # Files
 //
 //	<log.dir>/.kafka_cleanshutdown             present only after a clean Close
 //	<log.dir>/recovery-point-offset-checkpoint  "topic partition offset" lines
 //	<log.dir>/log-start-offset-checkpoint
+//	<log.dir>/cleaner-offset-checkpoint          first dirty offset of compacted logs
 //	<log.dir>/<topic>-<partition>/
 //	    00000000000000000000.log        record batches (magic v2), back to back
 //	    00000000000000000000.index      sparse offset index
@@ -15,7 +16,9 @@
 //	    leader-epoch-checkpoint
 //	<log.dir>/<topic>-<partition>.<hex>-delete/   a deleted partition, being removed
 //
-// A segment's files are named by its base offset, 20 digits. Retired
+// A segment's files are named by its base offset, 20 digits. While the
+// cleaner swaps a segment in, its new files are named "*.cleaned", then
+// "*.swap" (see Compaction). Retired
 // segments are renamed "*.deleted" and removed file.delete.delay.ms later;
 // their open handles stay valid so a reader in flight is not disturbed.
 //
@@ -42,7 +45,8 @@
 //
 // # Recovery (OpenLog)
 //
-//  1. Remove *.deleted, *.tmp and index files without a .log.
+//  1. Finish interrupted cleaner swaps (see Compaction), then remove
+//     *.deleted, *.tmp and index files without a .log.
 //  2. No segment at all: create one at the log start offset.
 //  3. Open every segment. An index that is missing (beside a non-empty
 //     .log), fails to open (index.ErrCorrupt) or fails its sanity check is
@@ -70,6 +74,42 @@
 // (with indexes) and move the recovery point to the new base; Flush does
 // the same for the active .log. So everything below the recovery point is
 // on disk with valid indexes, which is what step 4 relies on.
+//
+// # Compaction (cleaner*.go, offsetmap.go)
+//
+// Logs with Config.Compact are compacted by the manager's cleaner, one log
+// at a time: the one with the highest dirty ratio (bytes not yet cleaned /
+// cleanable bytes) at or above min.cleanable.dirty.ratio, or else one
+// whose cleaned tombstones have passed their delete horizon. Cleanable
+// means: whole segments, never the active one, below SetCleanableLimit
+// (the high watermark) and older than min.compaction.lag.ms.
+//
+// A pass builds a map key -> latest offset over the dirty part (from the
+// cleaner checkpoint on), whole batches, within log.cleaner.dedupe.buffer.size;
+// then rewrites every segment below the map's end, consecutive segments
+// grouped up to segment.bytes, batch by batch with offsets, producer
+// fields, timestamps and codec kept: a record goes if a later one has its
+// key or it has no key; a tombstone stays delete.retention.ms after the
+// pass that first kept it (the delete horizon is stamped in the batch,
+// attribute bit 6, as in KIP-534). A batch left without records is
+// dropped unless it is its producer's last or its group's last (then an
+// empty batch keeps its offsets and sequence). Transactional records hide
+// nothing (their fate is unknown here) and control batches are copied.
+// cleaner.go states the rules and the simplifications against Kafka.
+//
+// Swap, under the writer lock, with the new segment fsynced as
+// <base>.{log,index,timeindex}.cleaned:
+//
+//  1. *.cleaned -> *.swap, fsync dir     (from here the new data wins)
+//  2. old segments -> *.deleted (indexes first), fsync dir
+//  3. *.swap -> final names (.log last), fsync dir, publish; old
+//     segments stay open for readers until file.delete.delay.ms.
+//
+// At load: *.cleaned are removed (old files intact); each <base>.log.swap
+// replaces every segment with a base in [base, its last offset] and is
+// renamed <base>.log, its indexes rebuilt. The cleaner keeps each group's
+// last batch, so that range is exactly the group's. A crash at any point
+// leaves the old segments or the new one, never a mix.
 //
 // # Truncation
 //
