@@ -40,9 +40,16 @@ type result struct {
 // hanging command fails the test instead of the suite.
 func weir(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
+	return run(t, stdin, harness.Bin(), args...)
+}
+
+// run runs any program the same way (kcat too).
+func run(t *testing.T, stdin, name string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, harness.Bin(), args...)
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -50,14 +57,14 @@ func weir(t *testing.T, stdin string, args ...string) result {
 	err := cmd.Run()
 	r := result{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
 	if ctx.Err() != nil {
-		t.Fatalf("weir %q did not finish within %s\nstdout:\n%s\nstderr:\n%s", args, cmdTimeout, r.stdout, r.stderr)
+		t.Fatalf("%s %q did not finish within %s\nstdout:\n%s\nstderr:\n%s", name, args, cmdTimeout, r.stdout, r.stderr)
 	}
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
 		r.code = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("run weir %q: %v", args, err)
+		t.Fatalf("run %s %q: %v", name, args, err)
 	}
 	return r
 }
