@@ -99,6 +99,7 @@ func (p *Partition) advanceHWLocked() {
 	leo := p.log.LogEndOffset()
 	if leo != p.hw {
 		p.hw = leo
+		p.log.SetCleanableLimit(leo) // the cleaner compacts only committed records
 		p.signalLocked()
 	}
 }
