@@ -25,6 +25,8 @@ type benchProduceOptions struct {
 	linger         time.Duration
 	compression    string
 	reportInterval time.Duration
+	idempotent     bool
+	idempotentSet  bool // --idempotent given explicitly
 }
 
 func newBenchProduceCmd() *cobra.Command {
@@ -34,6 +36,7 @@ func newBenchProduceCmd() *cobra.Command {
 		Short: "Producer benchmark, like kafka-producer-perf-test",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.idempotentSet = cmd.Flags().Changed("idempotent")
 			opts, err := o.clientOpts()
 			if err != nil {
 				return err
@@ -60,6 +63,8 @@ func newBenchProduceCmd() *cobra.Command {
 	fs.DurationVar(&o.linger, "linger", 0, "wait this long for more records before sending a batch")
 	fs.StringVar(&o.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
 	fs.DurationVar(&o.reportInterval, "report-interval", 5*time.Second, "time between progress lines")
+	fs.BoolVar(&o.idempotent, "idempotent", true,
+		"idempotent producer, as clients default to (needs --acks all; off by itself with other acks unless given)")
 	return cmd
 }
 
@@ -93,7 +98,11 @@ func (o *benchProduceOptions) clientOpts() ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := producerOpts(&o.client, acks, codec, kgoStickyKey(), false, o.linger, o.batchSize)
+	idempotent, err := idempotence(o.idempotent, o.idempotentSet, o.acks)
+	if err != nil {
+		return nil, err
+	}
+	opts := producerOpts(&o.client, acks, codec, kgoStickyKey(), idempotent, o.linger, o.batchSize)
 	// Bound buffered bytes as well as records: with large --record-size the
 	// default of 10000 buffered records could be gigabytes.
 	return append(opts, kgo.MaxBufferedBytes(64*mib)), nil

@@ -86,9 +86,8 @@ func (c *clientFlags) validate() error {
 	return nil
 }
 
-// baseOpts are the kgo options common to every client we build. Idempotent
-// writes stay off unless a command turns them back on: the broker does not
-// answer InitProducerId yet.
+// baseOpts are the kgo options common to every client we build. Producing
+// commands decide idempotence themselves (on by default, see idempotence).
 func (c *clientFlags) baseOpts() ([]kgo.Opt, error) {
 	seeds, err := c.seeds()
 	if err != nil {

@@ -23,9 +23,12 @@ type produceOptions struct {
 	partition   int32 // -1: let the partitioner choose
 	partitioner string
 	idempotent  bool
-	linger      time.Duration
-	batchSize   int32 // 0: kgo's default
-	verbose     bool
+	// idempotentSet: --idempotent was given, so acks other than all are
+	// an error rather than a reason to turn idempotence off.
+	idempotentSet bool
+	linger        time.Duration
+	batchSize     int32 // 0: kgo's default
+	verbose       bool
 }
 
 // maxReportedFailures bounds how many individual record failures are
@@ -42,6 +45,7 @@ func newProduceCmd() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.topic = args[0]
+			o.idempotentSet = cmd.Flags().Changed("idempotent")
 			if cmd.Flags().Changed("partitioner") && o.partition >= 0 {
 				return errors.New("--partitioner and --partition exclude each other")
 			}
@@ -69,7 +73,8 @@ func newProduceCmd() *cobra.Command {
 	fs.Int32Var(&o.partition, "partition", -1, "produce every record to this partition")
 	fs.StringVar(&o.partitioner, "partitioner", "default",
 		"default (murmur2 of the key like Java, sticky when keyless) or round-robin")
-	fs.BoolVar(&o.idempotent, "idempotent", false, "idempotent producer (needs InitProducerId on the broker, --acks all)")
+	fs.BoolVar(&o.idempotent, "idempotent", true,
+		"idempotent producer: retries never duplicate or reorder records (needs --acks all; off by itself with other acks unless given)")
 	fs.DurationVar(&o.linger, "linger", 0, "wait this long for more records before sending a batch")
 	fs.Int32Var(&o.batchSize, "batch-size", 0, "maximum batch size in bytes (0: client default)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "print partition@offset for every acknowledged record")
@@ -107,14 +112,28 @@ func (o *produceOptions) clientOpts() ([]kgo.Opt, []kgo.RecordHeader, error) {
 	if o.batchSize < 0 {
 		return nil, nil, fmt.Errorf("--batch-size %d: must not be negative", o.batchSize)
 	}
-	if o.idempotent && !acksAreAll(o.acks) {
-		return nil, nil, fmt.Errorf("--idempotent needs --acks all, not %q", o.acks)
+	idempotent, err := idempotence(o.idempotent, o.idempotentSet, o.acks)
+	if err != nil {
+		return nil, nil, err
 	}
 	if o.partition >= 0 {
 		part = kgo.ManualPartitioner()
 	}
-	opts := producerOpts(&o.client, acks, codec, part, o.idempotent, o.linger, o.batchSize)
+	opts := producerOpts(&o.client, acks, codec, part, idempotent, o.linger, o.batchSize)
 	return opts, hdrs, nil
+}
+
+// idempotence decides whether to produce idempotently. Like Java's
+// producer it is on by default and then quietly off for acks other than
+// all; asked for explicitly with such acks, it is an error.
+func idempotence(want, explicit bool, acks string) (bool, error) {
+	if !want || acksAreAll(acks) {
+		return want, nil
+	}
+	if explicit {
+		return false, fmt.Errorf("--idempotent needs --acks all, not %q", acks)
+	}
+	return false, nil
 }
 
 // producerOpts are the kgo producer options shared by produce and bench.
