@@ -118,7 +118,10 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 }
 
 // AppendAsFollower appends batches whose offsets the leader already
-// assigned; the first must start at the log end offset.
+// assigned. Offsets must increase: a batch may not start below the log
+// end offset or the previous batch's end, but may start above it, since a
+// compacted leader log has gaps where the cleaner removed whole batches
+// (Kafka accepts these gaps too).
 func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	cfg := l.config()
 	var stack [4]batchRef
@@ -135,8 +138,8 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	next := l.logEnd.Load()
 	info := AppendInfo{FirstOffset: refs[0].h.BaseOffset, MaxTimestamp: -1, LogAppendTime: -1}
 	for _, r := range refs {
-		if r.h.BaseOffset != next {
-			return AppendInfo{}, fmt.Errorf("follower batch at offset %d, expected %d: %w", r.h.BaseOffset, next, ErrUnexpectedOffset)
+		if r.h.BaseOffset < next {
+			return AppendInfo{}, fmt.Errorf("follower batch at offset %d, expected at least %d: %w", r.h.BaseOffset, next, ErrUnexpectedOffset)
 		}
 		next = r.h.LastOffset() + 1
 		info.MaxTimestamp = max(info.MaxTimestamp, r.h.MaxTimestamp)

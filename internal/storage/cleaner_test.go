@@ -357,3 +357,33 @@ func TestCleanerCheckpointFollowsTruncation(t *testing.T) {
 		t.Fatalf("checkpoint %d after truncation to 2", l.CleanerCheckpoint())
 	}
 }
+
+// TestFollowerReplicatesCleanedLog copies a compacted leader log, with its
+// offset gaps, to a follower through AppendAsFollower.
+func TestFollowerReplicatesCleanedLog(t *testing.T) {
+	leader := openLog(t, t.TempDir(), compactConfig())
+	o := batchOpts{ts: t0.UnixMilli()}
+	for i := range 20 {
+		mustAppend(t, leader, keyedBatch(t, o, kv{key: "k" + string(rune('a'+i%4)), value: "v"}, kv{key: "x", value: "x"}), 0)
+		if i%5 == 4 {
+			forceRoll(t, leader)
+		}
+	}
+	cleanAt(t, leader, t0)
+	want := batchesByBase(t, leader)
+	if _, ok := want[0]; ok {
+		t.Fatal("the test needs the first batch cleaned away")
+	}
+	follower := openLog(t, t.TempDir(), compactConfig())
+	for _, b := range readAll(t, leader, 0) {
+		if _, err := follower.AppendAsFollower(bytes.Clone(b.data)); err != nil {
+			t.Fatalf("follower append at %d: %v", b.base, err)
+		}
+	}
+	if follower.LogEndOffset() != leader.LogEndOffset() || !maps.EqualFunc(batchesByBase(t, follower), want, bytes.Equal) {
+		t.Fatal("follower log differs from the leader's")
+	}
+	if _, err := follower.AppendAsFollower(bytes.Clone(readAll(t, leader, 0)[0].data)); !errors.Is(err, ErrUnexpectedOffset) {
+		t.Fatalf("a batch below the log end: %v", err)
+	}
+}
