@@ -24,13 +24,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Commands returns the client commands (topic, produce, consume, bench) for
+// Commands returns the client commands (topic, produce, consume, group, bench) for
 // the root command to add next to serve.
 func Commands() []*cobra.Command {
 	return []*cobra.Command{
 		newTopicCmd(),
 		newProduceCmd(),
 		newConsumeCmd(),
+		newGroupCmd(),
 		newBenchCmd(),
 	}
 }

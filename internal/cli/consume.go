@@ -24,9 +24,10 @@ type consumeOptions struct {
 	timeout       time.Duration // idle timeout; 0 waits forever
 	format        string
 	keySep        string
-	// Consumer groups (--group) come with the group coordinator. They plug
-	// into consumerOpts (ConsumerGroup + ConsumeTopics, committed offsets
-	// as the start) and need nothing else changed here.
+	// group, if set, consumes as a member of this consumer group: the
+	// group's committed offsets are the start (the start options only
+	// apply where nothing is committed) and what is printed is committed.
+	group string
 }
 
 func newConsumeCmd() *cobra.Command {
@@ -36,7 +37,11 @@ func newConsumeCmd() *cobra.Command {
 		Short: "Print records of a topic",
 		Long: "Reads the topic's partitions directly (no consumer group) and prints each\n" +
 			"record. Starts at the end unless told otherwise; stops on ^C, after\n" +
-			"--max-messages, or after --timeout without a record.",
+			"--max-messages, or after --timeout without a record.\n\n" +
+			"With --group G it consumes as a member of consumer group G: the group's\n" +
+			"partitions are shared with its other members, reading resumes at the\n" +
+			"group's committed offsets (--from-beginning/--from-time apply only where\n" +
+			"nothing is committed), and the offsets of printed records are committed.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.topic = args[0]
@@ -57,6 +62,15 @@ func newConsumeCmd() *cobra.Command {
 			ctx, stop := runContext(cmd)
 			defer stop()
 			n, err := runConsume(ctx, cl, o, fmtr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if o.group != "" {
+				// Commit what was printed before leaving the group (the
+				// signal context may be done: use a fresh bounded one).
+				cctx, cancel := context.WithTimeout(context.Background(), o.client.requestTimeout)
+				if cerr := cl.CommitUncommittedOffsets(cctx); cerr != nil && err == nil {
+					err = fmt.Errorf("commit offsets of group %s: %w", o.group, cerr)
+				}
+				cancel()
+			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "Processed a total of %d messages\n", n)
 			return err
 		},
@@ -71,6 +85,7 @@ func newConsumeCmd() *cobra.Command {
 	fs.DurationVar(&o.timeout, "timeout", 0, "exit after this long without a record (0: wait forever)")
 	fs.StringVar(&o.format, "format", "value", "output: value, kv or json")
 	fs.StringVar(&o.keySep, "key-separator", "\t", "separator between key and value for --format kv")
+	fs.StringVar(&o.group, "group", "", "consume as a member of this consumer group, resuming at its committed offsets")
 	return cmd
 }
 
@@ -121,6 +136,14 @@ func (o *consumeOptions) consumerOpts() ([]kgo.Opt, error) {
 	}
 	// Kafka's fetch.max.wait.ms; kgo's default of 5s makes --timeout coarse.
 	opts := []kgo.Opt{kgo.FetchMaxWait(500 * time.Millisecond)}
+	if o.group != "" {
+		if len(o.partitions) > 0 || o.offset != "" {
+			return nil, errors.New("--group assigns partitions itself: --partition and --offset do not apply")
+		}
+		// Only records handed to the printer are committed (autocommit
+		// commits what was polled, and PollRecords stops at the limit).
+		return append(opts, kgo.ConsumerGroup(o.group), kgo.ConsumeTopics(o.topic), kgo.ConsumeResetOffset(start)), nil
+	}
 	if len(o.partitions) == 0 {
 		return append(opts, kgo.ConsumeTopics(o.topic), kgo.ConsumeResetOffset(start)), nil
 	}
