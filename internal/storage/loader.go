@@ -82,6 +82,10 @@ func (l *Log) load(recoveryPoint, logStart int64, clean bool) error {
 		}
 		leo = n
 	} else {
+		// Kafka says the same ("Recovering unflushed segment"): it tells an
+		// operator why a start after a crash reads data.
+		l.logger.Info("recovering unflushed segments", "dir", l.dir, "recovery_point", recoveryPoint,
+			"from_segment", segs[recoverFrom].base, "segments", len(segs)-recoverFrom)
 		for i := recoverFrom; i < len(segs); i++ {
 			res, err := segs[i].scan(upper(i), cfg.IndexIntervalBytes, true)
 			if err != nil {
