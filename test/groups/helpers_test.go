@@ -3,6 +3,7 @@ package groups
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +32,22 @@ var brokerOverrides = []string{
 
 func startBroker(t *testing.T, extra ...string) *harness.Broker {
 	t.Helper()
-	return harness.StartBroker(t, append(append([]string{}, brokerOverrides...), extra...)...)
+	b := harness.StartBroker(t, append(append([]string{}, brokerOverrides...), extra...)...)
+	checkLog(t, b)
+	return b
+}
+
+// checkLog fails the test if the broker (built with -race) reported a
+// data race or a panic.
+func checkLog(t *testing.T, b *harness.Broker) {
+	t.Cleanup(func() {
+		out := b.Output()
+		for _, bad := range []string{"WARNING: DATA RACE", "panic:", "level=ERROR"} {
+			if i := strings.Index(out, bad); i >= 0 {
+				t.Errorf("broker log has %q:\n%s", bad, out[max(0, i-2000):min(len(out), i+4000)])
+			}
+		}
+	})
 }
 
 func newAdmin(t *testing.T, b *harness.Broker) *kadm.Client {

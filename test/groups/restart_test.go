@@ -21,6 +21,7 @@ import (
 // runs out. __consumer_offsets uses the default 50 partitions here.
 func TestBrokerKilledKeepsGroupsAndOffsets(t *testing.T) {
 	b := harness.StartBroker(t, "group.initial.rebalance.delay.ms=0")
+	checkLog(t, b)
 	adm := newAdmin(t, b)
 	const topic = "durable"
 	createTopic(t, adm, topic, 3)
