@@ -114,6 +114,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	defer func() { err = errors.Join(err, b.logs.Close()) }()
 	b.replicas = replica.NewManager(b.logs)
+	b.replicas.SetLogger(logger.With("component", "replica"))
 	b.groups = b.newGroupCoordinator()
 	defer b.groups.Close()
 

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/weir-project/weir/internal/storage"
@@ -9,7 +10,8 @@ import (
 
 // Manager holds this broker's partition replicas, keyed by partition.
 type Manager struct {
-	logs *storage.Manager
+	logs   *storage.Manager
+	logger *slog.Logger // nil: slog.Default(); see SetLogger
 
 	mu    sync.RWMutex
 	parts map[storage.TopicPartition]*Partition
@@ -65,7 +67,7 @@ func (m *Manager) open(tp storage.TopicPartition, cfg storage.Config, topicID [1
 			return nil, err
 		}
 	}
-	return Open(tp, log, nil)
+	return Open(tp, log, m.logger)
 }
 
 // StoredTopicID returns the topic id recorded in tp's log directory.

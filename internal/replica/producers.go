@@ -37,6 +37,10 @@ func Open(tp storage.TopicPartition, log *storage.Log, logger *slog.Logger) (*Pa
 	return p, nil
 }
 
+// SetLogger sets the logger of replicas opened from now on; call it
+// before the first Ensure.
+func (m *Manager) SetLogger(l *slog.Logger) { m.logger = l }
+
 // Producers is the partition's producer state (nil if opened with New).
 func (p *Partition) Producers() *producerstate.State { return p.producers }
 
