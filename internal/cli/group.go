@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // `weir group` mirrors kafka-consumer-groups.sh: list, describe (with
@@ -144,6 +145,9 @@ func newGroupDescribeCmd() *cobra.Command {
 // writeGroupLag prints one group in kafka-consumer-groups --describe
 // layout.
 func writeGroupLag(w io.Writer, l kadm.DescribedGroupLag) error {
+	if errors.Is(l.DescribeErr, kerr.GroupIDNotFound) {
+		return fmt.Errorf("consumer group %s does not exist", l.Group)
+	}
 	if err := l.Error(); err != nil {
 		return fmt.Errorf("group %s: %w", l.Group, err)
 	}
