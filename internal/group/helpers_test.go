@@ -137,7 +137,7 @@ func (memTopics) PartitionExists(topic string, p int32) bool {
 }
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	c     *Coordinator
 	clock *fakeClock
 	log   *memLog
@@ -160,7 +160,7 @@ func testConfig(clock *fakeClock, log *memLog) Config {
 
 // newEnv is a coordinator owning the single partition of a one-partition
 // __consumer_offsets, with no initial rebalance delay unless asked.
-func newEnv(t *testing.T, initialDelay time.Duration) *env {
+func newEnv(t testing.TB, initialDelay time.Duration) *env {
 	t.Helper()
 	clock, log := newFakeClock(), newMemLog()
 	cfg := testConfig(clock, log)
@@ -206,7 +206,7 @@ func (e *env) joinAsync(req JoinRequest) *pendingJoin {
 
 // done returns the answer, failing if there is none yet (callbacks run
 // synchronously, so "not yet" is deterministic).
-func (pj *pendingJoin) done(t *testing.T) JoinResult {
+func (pj *pendingJoin) done(t testing.TB) JoinResult {
 	t.Helper()
 	select {
 	case r := <-pj.ch:
@@ -234,7 +234,7 @@ func (e *env) syncAsync(req SyncRequest) *pendingSync {
 	return ps
 }
 
-func (ps *pendingSync) done(t *testing.T) SyncResult {
+func (ps *pendingSync) done(t testing.TB) SyncResult {
 	t.Helper()
 	select {
 	case r := <-ps.ch:
@@ -269,7 +269,7 @@ func joinReq(group, member, client string, protocols ...string) JoinRequest {
 	}
 }
 
-func wantErr(t *testing.T, got error, want *kerr.Error) {
+func wantErr(t testing.TB, got error, want *kerr.Error) {
 	t.Helper()
 	if want == nil {
 		if got != nil {
@@ -282,7 +282,7 @@ func wantErr(t *testing.T, got error, want *kerr.Error) {
 	}
 }
 
-func wantKerr(t *testing.T, got *kerr.Error, want *kerr.Error) {
+func wantKerr(t testing.TB, got *kerr.Error, want *kerr.Error) {
 	t.Helper()
 	if got != want {
 		t.Fatalf("error %v, want %v", got, want)
