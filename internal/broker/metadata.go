@@ -105,7 +105,19 @@ func (b *Broker) requestedTopic(ctx context.Context, img **metadata.Image, rt km
 		}
 		return mt
 	}
-	t, err := b.createTopic(ctx, metadata.CreateTopic{Name: name, NumPartitions: -1, ReplicationFactor: -1})
+	var t *metadata.Topic
+	var err error
+	switch name {
+	case offsetsTopic:
+		// Internal topics get their own settings (partition count,
+		// compaction), as Kafka's auto-creation does.
+		t, err = b.ensureOffsetsTopic(ctx)
+	case "__transaction_state":
+		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return mt
+	default:
+		t, err = b.createTopic(ctx, metadata.CreateTopic{Name: name, NumPartitions: -1, ReplicationFactor: -1})
+	}
 	switch {
 	case errors.Is(err, metadata.ErrTopicExists):
 		// Created concurrently by another request.
