@@ -28,7 +28,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintln(os.Stderr, "weir:", err)
+		msg := err.Error()
+		if errors.Is(err, context.DeadlineExceeded) {
+			// A bare "context deadline exceeded" does not say what to check.
+			msg += " (no answer from the broker within --request-timeout: is it running at --bootstrap-server?)"
+		}
+		fmt.Fprintln(os.Stderr, "weir:", msg)
 		os.Exit(1)
 	}
 }
