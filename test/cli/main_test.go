@@ -179,66 +179,9 @@ func consumeAll(t *testing.T, b *harness.Broker, topic string, n int) []*kgo.Rec
 	return recs
 }
 
-// murmur2 is Java's org.apache.kafka.common.utils.Utils.murmur2, written
-// here from its definition so the test does not trust the CLI's own
-// partitioner.
-func murmur2(data []byte) int32 {
-	const (
-		seed = uint32(0x9747b28c)
-		m    = uint32(0x5bd1e995)
-		r    = 24
-	)
-	n := len(data)
-	h := seed ^ uint32(n)
-	for i := 0; i+4 <= n; i += 4 {
-		k := uint32(data[i]) | uint32(data[i+1])<<8 | uint32(data[i+2])<<16 | uint32(data[i+3])<<24
-		k *= m
-		k ^= k >> r
-		k *= m
-		h *= m
-		h ^= k
-	}
-	tail := data[n&^3:]
-	switch len(tail) {
-	case 3:
-		h ^= uint32(tail[2]) << 16
-		fallthrough
-	case 2:
-		h ^= uint32(tail[1]) << 8
-		fallthrough
-	case 1:
-		h ^= uint32(tail[0])
-		h *= m
-	}
-	h ^= h >> 13
-	h *= m
-	h ^= h >> 15
-	return int32(h)
-}
-
 // javaPartition is where Java's default partitioner puts a keyed record.
-func javaPartition(key string, partitions int) int32 {
-	return int32(int(murmur2([]byte(key))&0x7fffffff) % partitions)
-}
-
-// TestMurmur2Vectors pins the test's murmur2 to Kafka's own test vectors
-// (UtilsTest.testMurmur2), so the partitioner checks below mean something.
-func TestMurmur2Vectors(t *testing.T) {
-	for key, want := range map[string]int32{
-		"21":                         -973932308,
-		"foobar":                     -790332482,
-		"a-little-bit-long-string":   -985981536,
-		"a-little-bit-longer-string": -1486304829,
-		"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
-		"abc": 479470107,
-	} {
-		if got := murmur2([]byte(key)); got != want {
-			t.Errorf("murmur2(%q) = %d, want %d", key, got, want)
-		}
-	}
-	if got := javaPartition("foobar", 3); got != 0 {
-		t.Errorf("foobar over 3 partitions = %d, want 0", got)
-	}
+func javaPartition(key string, partitions int32) int32 {
+	return harness.JavaPartition([]byte(key), partitions)
 }
 
 func bootstrap(b *harness.Broker) string { return "--bootstrap-server=" + b.Addr }

@@ -9,71 +9,6 @@ import (
 	"github.com/weir-project/weir/test/harness"
 )
 
-// murmur2 is Kafka's murmur2 (Utils.murmur2 in the Java client): 32-bit
-// MurmurHash2 with seed 0x9747b28c, the tail read little-endian.
-func murmur2(data []byte) int32 {
-	const (
-		seed = uint32(0x9747b28c)
-		m    = uint32(0x5bd1e995)
-		r    = 24
-	)
-	n := len(data)
-	h := seed ^ uint32(n)
-	for i := 0; i+4 <= n; i += 4 {
-		k := uint32(data[i]) | uint32(data[i+1])<<8 | uint32(data[i+2])<<16 | uint32(data[i+3])<<24
-		k *= m
-		k ^= k >> r
-		k *= m
-		h *= m
-		h ^= k
-	}
-	tail := data[n&^3:]
-	switch len(tail) {
-	case 3:
-		h ^= uint32(tail[2]) << 16
-		fallthrough
-	case 2:
-		h ^= uint32(tail[1]) << 8
-		fallthrough
-	case 1:
-		h ^= uint32(tail[0])
-		h *= m
-	}
-	h ^= h >> 13
-	h *= m
-	h ^= h >> 15
-	return int32(h)
-}
-
-// javaPartition is where Java's default partitioner puts a keyed record:
-// toPositive(murmur2(key)) % numPartitions, toPositive masking the sign bit.
-func javaPartition(key []byte, partitions int32) int32 {
-	return (murmur2(key) & 0x7fffffff) % partitions
-}
-
-// TestMurmur2JavaVectors pins our murmur2 to values computed by Kafka's
-// Java Utils.murmur2 (Kafka's UtilsTest, and vectors other ports copied
-// from the Java implementation).
-func TestMurmur2JavaVectors(t *testing.T) {
-	for key, want := range map[string]int32{
-		"21":                         -973932308,
-		"foobar":                     -790332482,
-		"a-little-bit-long-string":   -985981536,
-		"a-little-bit-longer-string": -1486304829,
-		"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
-		"abc":   479470107,
-		"1":     -1993445489,
-		"12":    126087238,
-		"123":   -267702483,
-		"1234":  -1614185708,
-		"12345": -1188365604,
-	} {
-		if got := murmur2([]byte(key)); got != want {
-			t.Errorf("murmur2(%q) = %d, want %d", key, got, want)
-		}
-	}
-}
-
 // TestKeyedPartitioningMatchesJava has each client produce keyed records
 // to a 6-partition topic with its murmur2 partitioner (franz-go and
 // kafka-python by default; librdkafka with partitioner=murmur2_random)
@@ -133,7 +68,7 @@ func TestKeyedPartitioningMatchesJava(t *testing.T) {
 	got := consumeKgo(t, b, produced)
 	perTopic := map[string]map[int32]int{}
 	for _, r := range got {
-		if want := javaPartition(r.Key, partitions); r.Partition != want {
+		if want := harness.JavaPartition(r.Key, partitions); r.Partition != want {
 			t.Errorf("%s: key %q on partition %d, Java's murmur2 says %d", r.Topic, r.Key, r.Partition, want)
 		}
 		if perTopic[r.Topic] == nil {
