@@ -35,10 +35,12 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 			case topicErr != nil:
 				sp.ErrorCode = topicErr.Code
 			default:
-				if kerrCode, msg := checkProduceRecords(req.Version, rp.Records); kerrCode != nil {
+				records, kerrCode, msg := checkProduceRecords(req.Version, rp.Records)
+				if kerrCode != nil {
 					sp.ErrorCode, sp.ErrorMessage = kerrCode.Code, &msg
 					break
 				}
+				rp.Records = records
 				b.produceOne(topic.Name, rp, req.Acks, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)

@@ -152,6 +152,16 @@ func ParseHeader(b []byte) (Header, error) {
 	return h, nil
 }
 
+// Magic returns the magic byte of the batch at the start of b. Legacy
+// message sets (magic 0 and 1) keep it at the same position, so this tells
+// them apart before a v2 header can be parsed. ok=false if b is too short.
+func Magic(b []byte) (magic int8, ok bool) {
+	if len(b) <= offMagic {
+		return 0, false
+	}
+	return int8(b[offMagic]), true
+}
+
 // CheckCRC verifies the CRC-32C of the single batch b.
 func CheckCRC(b []byte) error {
 	if len(b) < HeaderSize {
