@@ -75,6 +75,7 @@ func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 		NodeID:             cfg.NodeID,
 		Rack:               cfg.BrokerRack,
 		LogDirs:            cfg.LogDirs,
+		MetadataLogDir:     cfg.MetadataLogDir,
 		ControllerAddr:     ctrl.Addr(),
 		MaxRequestBytes:    int32(min(cfg.SocketRequestMaxBytes, 1<<31-1)),
 		ConnectionsMaxIdle: time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,

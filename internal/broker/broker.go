@@ -37,6 +37,7 @@ type Options struct {
 	NodeID             int32
 	Rack               string
 	LogDirs            []string
+	MetadataLogDir     string     // metadata.log.dir: Raft's home; "" = the first log dir
 	Listeners          []Listener // client listeners; the first is advertised in Metadata
 	ControllerAddr     string     // raft transport bind address
 	Voters             map[int32]string
@@ -120,7 +121,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 	b.meta, err = metadata.Open(metadata.Config{
 		NodeID:                   opts.NodeID,
-		Dir:                      filepath.Join(opts.LogDirs[0], "__raft"),
+		Dir:                      opts.metadataDir(),
 		RaftAddr:                 opts.ControllerAddr,
 		Voters:                   opts.Voters,
 		ClusterID:                storedClusterID,
@@ -182,6 +183,16 @@ func Run(ctx context.Context, opts Options) (err error) {
 	wg.Wait()
 	logger.Info("weir shutting down")
 	return serveErr
+}
+
+// metadataDir is where the Raft log, stable store and snapshots live:
+// under metadata.log.dir if set, else under the first log dir, as in
+// Kafka. A separate disk keeps metadata writable when data disks fill.
+func (o Options) metadataDir() string {
+	if o.MetadataLogDir != "" {
+		return filepath.Join(o.MetadataLogDir, "__raft")
+	}
+	return filepath.Join(o.LogDirs[0], "__raft")
 }
 
 // register records this broker and its advertised endpoint in the metadata.
