@@ -12,6 +12,8 @@ type Listing struct {
 	Group        string
 	ProtocolType string
 	State        State
+	StateName    string // State's name, or a consumer group's state
+	Type         string // "classic" or "consumer" (ListGroups v5)
 }
 
 // ListGroups lists the groups of the loaded partitions, sorted by name.
@@ -21,12 +23,15 @@ func (c *Coordinator) ListGroups(states []string) []Listing {
 	var out []Listing
 	for _, g := range c.snapshotGroups() {
 		g.mu.Lock()
-		l := Listing{Group: g.id, ProtocolType: g.protocolType, State: g.state}
+		l := Listing{Group: g.id, ProtocolType: g.protocolType, State: g.state, StateName: g.state.String(), Type: "classic"}
+		if g.consumer != nil && g.state != Dead {
+			l.ProtocolType, l.StateName, l.Type = "consumer", g.consumer.state(), "consumer"
+		}
 		g.mu.Unlock()
 		if l.State == Dead {
 			continue
 		}
-		if len(states) > 0 && !slices.ContainsFunc(states, func(s string) bool { return strings.EqualFold(s, l.State.String()) }) {
+		if len(states) > 0 && !slices.ContainsFunc(states, func(s string) bool { return strings.EqualFold(s, l.StateName) }) {
 			continue
 		}
 		out = append(out, l)
@@ -50,6 +55,7 @@ func (c *Coordinator) Loading() bool {
 type Description struct {
 	Group        string
 	State        State
+	StateName    string // State's name, or a consumer group's state
 	ProtocolType string
 	Protocol     string
 	Members      []MemberDescription
@@ -70,7 +76,7 @@ type MemberDescription struct {
 // described as Dead with the error GROUP_ID_NOT_FOUND (which the broker
 // reports only from DescribeGroups v6).
 func (c *Coordinator) DescribeGroup(id string) (Description, error) {
-	d := Description{Group: id, State: Dead}
+	d := Description{Group: id, State: Dead, StateName: Dead.String()}
 	g, err := c.lockGroup(id, false)
 	if err != nil {
 		return d, err
@@ -79,7 +85,11 @@ func (c *Coordinator) DescribeGroup(id string) (Description, error) {
 		return d, kerr.GroupIDNotFound
 	}
 	defer g.mu.Unlock()
-	d.State, d.ProtocolType = g.state, g.protocolType
+	d.State, d.StateName, d.ProtocolType = g.state, g.state.String(), g.protocolType
+	if g.consumer != nil {
+		c.describeConsumerAsClassic(g, &d)
+		return d, nil
+	}
 	if g.state == Stable {
 		d.Protocol = g.protocol
 	}
@@ -118,6 +128,12 @@ func (c *Coordinator) deleteGroup(id string) error {
 		return kerr.NonEmptyGroup
 	}
 	recs := []Record{groupTombstone(g.id)}
+	if g.consumer != nil {
+		recs = recs[:0]
+		for _, r := range g.consumer.deletionRecords(g.id) {
+			recs = append(recs, r.encode())
+		}
+	}
 	for t := range g.offsets {
 		recs = append(recs, offsetTombstone(g.id, t))
 	}

@@ -40,6 +40,11 @@ type Config struct {
 	RetentionCheckInterval time.Duration // offsets.retention.check.interval.ms; 0 = 10 minutes
 	MaxMetadataSize        int           // offset.metadata.max.bytes; 0 = 4096
 	CommitTimeout          time.Duration // offsets.commit.timeout.ms; 0 = 5 s
+
+	// The consumer protocol (KIP-848).
+	TopicMeta                 TopicMetadata // topics by name and id; nil = none exist
+	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms; 0 = 5 s
+	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms; 0 = 45 s
 }
 
 // Coordinator serves the groups whose __consumer_offsets partition this
@@ -82,6 +87,12 @@ func New(cfg Config) *Coordinator {
 	}
 	if cfg.CommitTimeout <= 0 {
 		cfg.CommitTimeout = 5 * time.Second
+	}
+	if cfg.ConsumerHeartbeatInterval <= 0 {
+		cfg.ConsumerHeartbeatInterval = 5 * time.Second
+	}
+	if cfg.ConsumerSessionTimeout <= 0 {
+		cfg.ConsumerSessionTimeout = 45 * time.Second
 	}
 	c := &Coordinator{
 		cfg: cfg, clock: cfg.Clock, log: cfg.Logger,
@@ -193,6 +204,11 @@ func (c *Coordinator) shutdownGroup(g *group, err *kerr.Error) {
 		g.rebalanceTimer.Stop()
 	}
 	g.rebalanceSeq++
+	if g.consumer != nil {
+		for _, m := range g.consumer.members {
+			m.stopTimers()
+		}
+	}
 	g.transition(Dead, c.clock.Now())
 }
 

@@ -43,6 +43,9 @@ func (c *Coordinator) expireGroup(g *group, now time.Time) int {
 	if g.state == Dead {
 		return 0
 	}
+	if g.consumer != nil {
+		return c.expireConsumerGroup(g, now)
+	}
 	retention := c.cfg.OffsetsRetention
 	subscribed, known := g.subscribedTopics()
 	var recs []Record

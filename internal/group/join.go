@@ -84,6 +84,12 @@ func (c *Coordinator) join(req JoinRequest, cb func(JoinResult)) {
 		return
 	}
 	defer c.unlockMaybeForget(g)
+	if g.consumer != nil {
+		if err := c.consumerToClassic(g); err != nil {
+			fail(err)
+			return
+		}
+	}
 	if !g.supportsProtocols(req.ProtocolType, req.Protocols) {
 		fail(kerr.InconsistentGroupProtocol)
 		return
@@ -384,7 +390,7 @@ func (c *Coordinator) expirePending(g *group, id string) {
 // member): Kafka would not have created it.
 func (c *Coordinator) unlockMaybeForget(g *group) {
 	unused := g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 &&
-		len(g.offsets) == 0 && g.generation == 0
+		len(g.offsets) == 0 && g.generation == 0 && g.consumer == nil
 	if unused {
 		g.transition(Dead, c.clock.Now())
 	}

@@ -44,6 +44,10 @@ func (c *Coordinator) replay(ctx context.Context, p int32) (map[string]*group, i
 	n := 0
 	err := c.cfg.Log.Replay(ctx, p, func(r Record) error {
 		n++
+		if len(r.Key) >= 2 && isConsumerGroupKey(int16(r.Key[0])<<8|int16(r.Key[1])) {
+			c.replayConsumer(p, groups, r, now)
+			return nil
+		}
 		d, err := decodeRecord(r.Key, r.Value)
 		if errors.Is(err, errNotGroupRecord) {
 			return nil
@@ -69,6 +73,7 @@ func (c *Coordinator) replay(ctx context.Context, p int32) (map[string]*group, i
 			hasMeta[d.group] = false
 		default:
 			g.restore(d.meta)
+			g.consumer = nil // a consumer group converted back to classic
 			hasMeta[d.group] = true
 		}
 		return nil
@@ -77,9 +82,10 @@ func (c *Coordinator) replay(ctx context.Context, p int32) (map[string]*group, i
 		return nil, n, err
 	}
 	for id, g := range groups {
-		if !hasMeta[id] && len(g.offsets) == 0 {
+		if !hasMeta[id] && len(g.offsets) == 0 && g.consumer == nil {
 			delete(groups, id)
 		}
+		g.syncConsumerState(now)
 	}
 	return groups, n, nil
 }
@@ -103,6 +109,40 @@ func (c *Coordinator) install(p int32, op *ownedPartition, groups map[string]*gr
 		for _, m := range g.members {
 			c.scheduleHeartbeat(g, m)
 		}
+		if g.consumer != nil {
+			for _, m := range g.consumer.members {
+				c.scheduleConsumerSession(g, m)
+				if m.state == memberUnrevoked {
+					c.scheduleRevocation(g, m)
+				}
+			}
+		}
 		g.mu.Unlock()
+	}
+}
+
+// replayConsumer applies one consumer group record (key versions 3 to 8)
+// to the groups being rebuilt.
+func (c *Coordinator) replayConsumer(p int32, groups map[string]*group, r Record, now time.Time) {
+	cr, err := decodeConsumerRecord(r.Key, r.Value)
+	if err != nil {
+		c.log.Warn("skip undecodable consumer group record", slog.Int("partition", int(p)), slog.Any("err", err))
+		return
+	}
+	g := groups[cr.group]
+	if g == nil {
+		g = newGroup(cr.group, p, now)
+		groups[cr.group] = g
+	}
+	if g.consumer == nil {
+		if cr.tombstone {
+			return // the group is gone already
+		}
+		g.clearMetadata(now)
+		g.consumer = newConsumerGroup()
+	}
+	g.consumer.apply(cr)
+	if cr.kind == keyConsumerGroupMetadata && cr.tombstone {
+		g.consumer = nil // the group was deleted (or became classic)
 	}
 }

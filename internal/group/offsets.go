@@ -16,6 +16,10 @@ type CommitRequest struct {
 	Generation int32
 	// Retention is OffsetCommit v2-v4's retention time (<= 0: none).
 	Retention time.Duration
+	// APIVersion is the OffsetCommit version: members of a consumer
+	// (KIP-848) group must commit with v9+, their member epoch as
+	// Generation.
+	APIVersion int16
 	Offsets   []CommitOffset
 }
 
@@ -68,7 +72,23 @@ func (c *Coordinator) CommitOffsets(req CommitRequest) []error {
 		return setAll(kerr.IllegalGeneration)
 	}
 	defer c.unlockMaybeForget(g)
-	if err := c.checkCommitter(g, req); err != nil {
+	if g.consumer != nil {
+		stale, err := c.checkConsumerCommit(g, req, valid)
+		if err != nil {
+			return setAll(err)
+		}
+		kept := valid[:0]
+		for _, i := range valid {
+			if stale[i] {
+				errs[i] = kerr.StaleMemberEpoch
+			} else {
+				kept = append(kept, i)
+			}
+		}
+		if valid = kept; len(valid) == 0 {
+			return errs
+		}
+	} else if err := c.checkCommitter(g, req); err != nil {
 		return setAll(err)
 	}
 	now := c.clock.Now()
@@ -223,6 +243,9 @@ func (c *Coordinator) DeleteOffsets(groupID string, topics []TopicPartitions) ([
 // subscribedTopics is the union of the members' subscriptions, when the
 // group uses the consumer protocol (whose metadata we can read).
 func (g *group) subscribedTopics() (map[string]bool, bool) {
+	if g.consumer != nil {
+		return g.consumer.subscribedNames(), true
+	}
 	if g.protocolType != "consumer" {
 		return nil, len(g.members) == 0
 	}

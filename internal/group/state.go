@@ -114,6 +114,10 @@ type group struct {
 	initialRemaining time.Duration
 
 	offsets map[tp]Offset
+
+	// consumer is set when the group uses the KIP-848 consumer protocol
+	// (a "consumer" group); the classic fields above are then unused.
+	consumer *consumerGroup
 }
 
 func newGroup(id string, partition int32, now time.Time) *group {

@@ -1,0 +1,125 @@
+package group
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// checkConsumerCommit applies Kafka's rules for offset commits to a
+// consumer group. A commit from outside the group (generation -1) is
+// accepted only while the group is empty. A member commits with OffsetCommit
+// v9+ and its member epoch; an older epoch is still accepted for the
+// partitions it has owned since that epoch (KIP-1251), because its
+// heartbeat may have moved the epoch on while the commit was in flight.
+// It returns the entries refused with STALE_MEMBER_EPOCH, or an error for
+// the whole commit.
+func (c *Coordinator) checkConsumerCommit(g *group, req CommitRequest, valid []int) (map[int]bool, error) {
+	cg := g.consumer
+	if req.Generation < 0 && len(cg.members) == 0 {
+		return nil, nil
+	}
+	m := cg.members[req.MemberID]
+	switch {
+	case m == nil:
+		return nil, kerr.UnknownMemberID
+	case req.APIVersion < 9:
+		return nil, kerr.UnsupportedVersion
+	case req.Generation > m.epoch:
+		return nil, kerr.StaleMemberEpoch
+	case req.Generation == m.epoch:
+		return nil, nil
+	}
+	stale := map[int]bool{}
+	for _, i := range valid {
+		o := req.Offsets[i]
+		since, owned := -1, false
+		if c.cfg.TopicMeta != nil {
+			if id, _, ok := c.cfg.TopicMeta.TopicByName(o.Topic); ok {
+				var e int32
+				e, owned = m.since[tidp{id, o.Partition}]
+				since = int(e)
+			}
+		}
+		if !owned || since > int(req.Generation) {
+			stale[i] = true
+		}
+	}
+	return stale, nil
+}
+
+// FetchOffsetsAs is FetchOffsets for OffsetFetch v9+, which may name the
+// member asking: a member of a consumer group must be known and send its
+// current epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH otherwise). A
+// request without member id and with epoch -1 comes from outside the
+// group and is always served.
+func (c *Coordinator) FetchOffsetsAs(groupID string, memberID *string, memberEpoch int32, topics []TopicPartitions) ([]FetchedOffset, error) {
+	if memberID != nil || memberEpoch >= 0 {
+		g, err := c.lockGroup(groupID, false)
+		if err != nil {
+			return nil, err
+		}
+		if g != nil {
+			err = nil
+			if cg := g.consumer; cg != nil {
+				switch m := cg.members[deref(memberID)]; {
+				case m == nil:
+					err = kerr.UnknownMemberID
+				case m.epoch != memberEpoch:
+					err = kerr.StaleMemberEpoch
+				}
+			}
+			g.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return c.FetchOffsets(groupID, topics)
+}
+
+// expireConsumerGroup expires the offsets of topics no member subscribes
+// to once they are older than offsets.retention.minutes (Kafka's rule for
+// consumer groups), and deletes an empty group left without offsets.
+func (c *Coordinator) expireConsumerGroup(g *group, now time.Time) int {
+	cg := g.consumer
+	subscribed := c.consumerSubscribed(cg)
+	var recs []Record
+	var gone []tp
+	for t, o := range g.offsets {
+		expired := false
+		switch {
+		case !o.ExpireTime.IsZero():
+			expired = !now.Before(o.ExpireTime)
+		case !subscribed[t.topic]:
+			expired = !now.Before(o.CommitTime.Add(c.cfg.OffsetsRetention))
+		}
+		if expired {
+			recs = append(recs, offsetTombstone(g.id, t))
+			gone = append(gone, t)
+		}
+	}
+	deleteGroup := len(cg.members) == 0 && len(gone) == len(g.offsets)
+	if deleteGroup {
+		for _, r := range cg.deletionRecords(g.id) {
+			recs = append(recs, r.encode())
+		}
+	}
+	if len(recs) == 0 {
+		return 0
+	}
+	if err := c.write(g, recs...); err != nil {
+		c.log.Warn("expire offsets", slog.String("group", g.id), slog.Any("err", err))
+		return 0
+	}
+	for _, t := range gone {
+		delete(g.offsets, t)
+	}
+	if deleteGroup {
+		c.shutdownGroup(g, kerr.GroupIDNotFound)
+		c.forget(g)
+	}
+	c.log.Info("expired offsets", slog.String("group", g.id), slog.Int("offsets", len(gone)), slog.Bool("group.deleted", deleteGroup))
+	return len(gone)
+}
