@@ -149,7 +149,7 @@ type cgRecord struct {
 	group     string
 	member    string
 	tombstone bool
-	epoch     int32               // kinds 3 and 6
+	epoch     int32                // kinds 3 and 6
 	topics    map[string]topicMeta // kind 4
 	sub       memberSub            // kind 5
 	target    partSet              // kind 7

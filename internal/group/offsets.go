@@ -20,7 +20,7 @@ type CommitRequest struct {
 	// (KIP-848) group must commit with v9+, their member epoch as
 	// Generation.
 	APIVersion int16
-	Offsets   []CommitOffset
+	Offsets    []CommitOffset
 }
 
 // CommitOffset is one partition's commit.
