@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -16,8 +17,9 @@ import (
 
 func serveCommand() *cobra.Command {
 	var (
-		overrides []string
-		logLevel  string
+		overrides  []string
+		logLevel   string
+		cpuProfile string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [server.properties]",
@@ -57,12 +59,36 @@ recovered at the next start.`,
 				return err
 			}
 			opts.Logger = logger
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			return broker.Run(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().StringArrayVar(&overrides, "override", nil, "set a configuration key (key=value); repeatable, wins over the file")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a pprof CPU profile of the broker to this file (written at shutdown)")
 	return cmd
+}
+
+// startCPUProfile profiles the broker until the returned stop is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // brokerOptions derives the broker's options from the configuration.

@@ -294,7 +294,13 @@ func (c *conn) respond(ctx context.Context, p parsed) (resp kmsg.Response, reaso
 // responses (header v1) except ApiVersions, whose response header is
 // always v0 so that a client can read it before knowing our versions.
 func (c *conn) writeResponse(bw *bufio.Writer, h header, resp kmsg.Response) error {
-	buf := append(c.wbuf[:0], 0, 0, 0, 0)
+	buf := c.wbuf[:0]
+	if hint := encodedSizeHint(resp); cap(buf) < hint {
+		// Growing by append would copy a large fetch response several
+		// times over (it showed as a fifth of the broker's CPU).
+		buf = make([]byte, 0, hint)
+	}
+	buf = append(buf, 0, 0, 0, 0)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(h.CorrelationID))
 	if resp.IsFlexible() && h.APIKey != apiVersionsKey {
 		buf = append(buf, 0)
@@ -323,6 +329,23 @@ func (c *conn) writeResponse(bw *bufio.Writer, h header, resp kmsg.Response) err
 		c.wbuf = nil
 	}
 	return nil
+}
+
+// encodedSizeHint estimates a response's encoded size where it can be
+// large: a fetch response is mostly its record batches.
+func encodedSizeHint(resp kmsg.Response) int {
+	fr, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return 0
+	}
+	n := 64
+	for _, t := range fr.Topics {
+		n += 32 + len(t.Topic)
+		for _, p := range t.Partitions {
+			n += 64 + len(p.RecordBatches) + 16*len(p.AbortedTransactions)
+		}
+	}
+	return n
 }
 
 // idleLoop closes the connection once it has had no request in progress
