@@ -209,6 +209,7 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, req *kmsg.OffsetCommitR
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	cr := group.CommitRequest{
 		Group: req.Group, MemberID: req.MemberID, InstanceID: deref(req.InstanceID), Generation: req.Generation,
+		APIVersion: req.Version,
 	}
 	if req.Version == 0 {
 		cr.Generation, cr.MemberID = -1, ""
@@ -256,7 +257,11 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 			}
 			rg := kmsg.NewOffsetFetchResponseGroup()
 			rg.Group = g.Group
-			offsets, err := b.groups.FetchOffsets(g.Group, topics)
+			memberEpoch := g.MemberEpoch
+			if req.Version < 9 {
+				memberEpoch = -1 // v9 (KIP-848) added the member id and epoch
+			}
+			offsets, err := b.groups.FetchOffsetsAs(g.Group, g.MemberID, memberEpoch, topics)
 			rg.ErrorCode = kcode(err)
 			var cur *kmsg.OffsetFetchResponseGroupTopic
 			for _, o := range offsets {
@@ -313,12 +318,12 @@ func (b *Broker) handleListGroups(ctx context.Context, req *kmsg.ListGroupsReque
 	if b.groups.Loading() {
 		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 	}
-	if len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, "classic") {
-		return resp, nil
-	}
 	for _, l := range b.groups.ListGroups(req.StatesFilter) {
+		if len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, l.Type) {
+			continue
+		}
 		rg := kmsg.NewListGroupsResponseGroup()
-		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = l.Group, l.ProtocolType, l.State.String(), "classic"
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = l.Group, l.ProtocolType, l.StateName, l.Type
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil
@@ -351,7 +356,7 @@ func (b *Broker) handleDescribeGroups(ctx context.Context, req *kmsg.DescribeGro
 		case err != nil:
 			rg.ErrorCode = kcode(err)
 		default:
-			rg.State, rg.ProtocolType, rg.Protocol = d.State.String(), d.ProtocolType, d.Protocol
+			rg.State, rg.ProtocolType, rg.Protocol = d.StateName, d.ProtocolType, d.Protocol
 			for _, m := range d.Members {
 				rm := kmsg.NewDescribeGroupsResponseGroupMember()
 				rm.MemberID, rm.ClientID, rm.ClientHost = m.MemberID, m.ClientID, m.ClientHost

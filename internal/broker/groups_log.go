@@ -33,6 +33,10 @@ func (b *Broker) newGroupCoordinator() *group.Coordinator {
 		MinSessionTimeout:     ms(cfg.GroupMinSessionTimeoutMs),
 		MaxSessionTimeout:     ms(cfg.GroupMaxSessionTimeoutMs),
 		OffsetsRetention:      time.Duration(cfg.OffsetsRetentionMinutes) * time.Minute,
+
+		TopicMeta:                 topicsView{b},
+		ConsumerHeartbeatInterval: ms(cfg.GroupConsumerHeartbeatIntervalMs),
+		ConsumerSessionTimeout:    ms(cfg.GroupConsumerSessionTimeoutMs),
 	})
 }
 

@@ -41,6 +41,9 @@ var supported = map[int16][2]int16{
 	kmsg.DescribeGroups.Int16():  {0, 6},
 	kmsg.DeleteGroups.Int16():    {0, 3},
 	kmsg.OffsetDelete.Int16():    {0, 0},
+	// KIP-848 (consumergroups.go).
+	kmsg.ConsumerGroupHeartbeat.Int16(): {0, 1},
+	kmsg.ConsumerGroupDescribe.Int16():  {0, 1},
 }
 
 // apiVersions is the table the server advertises in ApiVersions.
@@ -112,6 +115,10 @@ func (b *Broker) Handle(ctx context.Context, rc *server.RequestContext, req kmsg
 		return b.handleDeleteGroups(ctx, r)
 	case *kmsg.OffsetDeleteRequest:
 		return b.handleOffsetDelete(ctx, r)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return b.handleConsumerGroupHeartbeat(ctx, rc, r)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return b.handleConsumerGroupDescribe(ctx, r)
 	default:
 		return nil, fmt.Errorf("no handler for API key %d", req.Key())
 	}

@@ -82,6 +82,8 @@ type Broker struct {
 	GroupInitialRebalanceDelayMs         int64 // group.initial.rebalance.delay.ms
 	GroupMinSessionTimeoutMs             int64 // group.min.session.timeout.ms
 	GroupMaxSessionTimeoutMs             int64 // group.max.session.timeout.ms
+	GroupConsumerHeartbeatIntervalMs     int64 // group.consumer.heartbeat.interval.ms
+	GroupConsumerSessionTimeoutMs        int64 // group.consumer.session.timeout.ms
 	ProducerIDExpirationMs               int64 // producer.id.expiration.ms
 	TransactionalIDExpirationMs          int64 // transactional.id.expiration.ms
 	TransactionMaxTimeoutMs              int64 // transaction.max.timeout.ms
