@@ -203,3 +203,36 @@ func TestConsumerGroupDescribedAsClassic(t *testing.T) {
 		}
 	}
 }
+
+func TestEmptyClassicGroupBecomesConsumerGroup(t *testing.T) {
+	e := newCEnv(t)
+	// A classic group that had a generation and offsets, now empty.
+	ids, gen := e.env.stableGroup("g", "c1")
+	errs := e.c.CommitOffsets(CommitRequest{Group: "g", MemberID: ids[0], Generation: gen,
+		Offsets: []CommitOffset{{Topic: "t1", Partition: 1, Offset: 42, LeaderEpoch: -1}}})
+	wantErr(t, errs[0], nil)
+	lerrs, err := e.c.Leave("g", []LeavingMember{{MemberID: ids[0]}})
+	wantErr(t, err, nil)
+	wantErr(t, lerrs[0], nil)
+	if d, _ := e.c.DescribeGroup("g"); d.State != Empty || d.ProtocolType != "consumer" {
+		t.Fatalf("classic group before conversion: %+v", d)
+	}
+	a, r := e.join("g", "a", "t1")
+	ok(t, r)
+	if a.count() != 4 {
+		t.Fatalf("member of the converted group owns %v", a.owned)
+	}
+	// After a restart the group is a consumer group (the classic record
+	// was deleted by a tombstone) and the offsets are still there.
+	ne := e.reopen()
+	if d := ne.describe("g"); len(d.Members) != 1 || d.Members[0].MemberID != "a" {
+		t.Fatalf("after restart: %+v", d)
+	}
+	offs, err := ne.c.FetchOffsets("g", nil)
+	if err != nil || len(offs) != 1 || offs[0].Offset != 42 {
+		t.Fatalf("offsets after conversion and restart: %+v %v", offs, err)
+	}
+	if ls := ne.c.ListGroups(nil); len(ls) != 1 || ls[0].Type != "consumer" {
+		t.Fatalf("listing %+v", ls)
+	}
+}
