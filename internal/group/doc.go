@@ -1,6 +1,7 @@
 // Package group is the consumer group coordinator: Kafka's classic group
-// protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), committed
-// offsets, and the admin operations on groups.
+// protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), the KIP-848
+// consumer protocol (ConsumerGroupHeartbeat with server-side assignors,
+// consumer_*.go), committed offsets, and the admin operations on groups.
 //
 // State lives in memory per group and is made durable as records of the
 // internal topic __consumer_offsets, keyed and encoded exactly as Kafka
