@@ -264,6 +264,13 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	if err := ml.log.Delete(); err != nil {
 		return fmt.Errorf("delete partition %s: %w", tp.dirName(), err)
 	}
+	// Drop the partition from the checkpoints now (as Kafka does): if it
+	// is created again and the broker crashes before the next periodic
+	// checkpoint, the old log start offset would otherwise be applied to
+	// the new log and, being past its end, discard it.
+	if err := m.Checkpoint(); err != nil {
+		return fmt.Errorf("checkpoint after deleting partition %s: %w", tp.dirName(), err)
+	}
 	return nil
 }
 
