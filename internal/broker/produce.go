@@ -34,6 +34,11 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 			case topicErr != nil:
 				sp.ErrorCode = topicErr.Code
+			case isInternalTopic(topic.Name):
+				// As in Kafka: only the coordinators write their topics;
+				// a client batch would be replayed as group state.
+				msg := "Cannot append to internal topic " + topic.Name
+				sp.ErrorCode, sp.ErrorMessage = kerr.InvalidTopicException.Code, &msg
 			default:
 				records, kerrCode, msg := checkProduceRecords(req.Version, rp.Records)
 				if kerrCode != nil {
@@ -65,6 +70,11 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 		return nil, nil
 	}
 	return resp, nil
+}
+
+// isInternalTopic names the topics Kafka reserves for its coordinators.
+func isInternalTopic(name string) bool {
+	return name == offsetsTopic || name == "__transaction_state"
 }
 
 func (b *Broker) produceOne(topic string, rp kmsg.ProduceRequestTopicPartition, acks int16, sp *kmsg.ProduceResponseTopicPartition) {
