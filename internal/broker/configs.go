@@ -83,7 +83,8 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, req *kmsg.DescribeCo
 			sr.ErrorMessage = errorMessage(fmt.Errorf("resource type %v is not supported", rr.ResourceType))
 		}
 		for _, e := range entries {
-			if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, e.Name) {
+			// Null and empty both mean every config, as in Kafka's ConfigHelper.
+			if len(rr.ConfigNames) > 0 && !slices.Contains(rr.ConfigNames, e.Name) {
 				continue
 			}
 			sr.Configs = append(sr.Configs, describeEntry(e, req))
