@@ -211,6 +211,10 @@ func (c *Coordinator) DeleteOffsets(groupID string, topics []TopicPartitions) ([
 	}
 	defer c.unlockMaybeForget(g)
 	subscribed, known := g.subscribedTopics()
+	if g.consumer != nil {
+		// Regex subscriptions count too: their topics are being consumed.
+		subscribed = c.consumerSubscribed(g.consumer)
+	}
 	if g.state != Empty && !known {
 		// Members with a protocol we cannot read: any topic may be theirs.
 		return errs, kerr.NonEmptyGroup
