@@ -13,6 +13,11 @@ import (
 	"github.com/weir-project/weir/internal/storage"
 )
 
+// defaultFetchMaxBytes is Kafka's fetch.max.bytes default: the most one
+// fetch response carries (beyond a first batch that is larger), whatever
+// the client asks, so that one request cannot make the broker buffer GiBs.
+const defaultFetchMaxBytes = 57671680
+
 // handleFetch serves consumers: reads up to the high watermark, honouring
 // the per-partition and whole-response byte limits (the first batch is
 // returned even when larger), and long-polls until min bytes arrive or
@@ -58,8 +63,11 @@ func (b *Broker) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) ([]
 		total  int64
 		failed bool
 	)
-	maxBytes := int64(req.MaxBytes)
-	if req.Version < 3 || maxBytes <= 0 {
+	// As in Kafka, the response is bounded by the broker's fetch.max.bytes
+	// too, and a MaxBytes of 0 still yields the first batch (see
+	// fetchPartition): only v0-2 have no response limit.
+	maxBytes := min(int64(req.MaxBytes), defaultFetchMaxBytes)
+	if req.Version < 3 {
 		maxBytes = 1 << 62
 	}
 	for _, rt := range req.Topics {
