@@ -88,12 +88,12 @@ func (c *Coordinator) expireConsumerGroup(g *group, now time.Time) int {
 	var recs []Record
 	var gone []tp
 	for t, o := range g.offsets {
-		expired := false
-		switch {
-		case !o.ExpireTime.IsZero():
+		if subscribed[t.topic] {
+			continue // consumed now: no retention rule applies
+		}
+		expired := !now.Before(o.CommitTime.Add(c.cfg.OffsetsRetention))
+		if !o.ExpireTime.IsZero() {
 			expired = !now.Before(o.ExpireTime)
-		case !subscribed[t.topic]:
-			expired = !now.Before(o.CommitTime.Add(c.cfg.OffsetsRetention))
 		}
 		if expired {
 			recs = append(recs, offsetTombstone(g.id, t))

@@ -51,16 +51,23 @@ func (c *Coordinator) expireGroup(g *group, now time.Time) int {
 	var recs []Record
 	var gone []tp
 	for t, o := range g.offsets {
-		expired := false
+		// A commit's own expire time replaces the retention rule, but only
+		// for offsets that may expire at all: never those of a topic an
+		// active group consumes (Kafka's removeExpiredOffsets).
+		var base time.Time
 		switch {
-		case !o.ExpireTime.IsZero():
-			expired = !now.Before(o.ExpireTime)
 		case g.state == Empty && g.protocolType != "":
-			expired = !now.Before(g.stateTime.Add(retention))
+			base = g.stateTime
 		case g.state == Empty:
-			expired = !now.Before(o.CommitTime.Add(retention))
+			base = o.CommitTime
 		case g.state == Stable && known && !subscribed[t.topic]:
-			expired = !now.Before(o.CommitTime.Add(retention))
+			base = o.CommitTime
+		default:
+			continue
+		}
+		expired := !now.Before(base.Add(retention))
+		if !o.ExpireTime.IsZero() {
+			expired = !now.Before(o.ExpireTime)
 		}
 		if expired {
 			recs = append(recs, offsetTombstone(g.id, t))
