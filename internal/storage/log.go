@@ -128,6 +128,11 @@ type Log struct {
 	pending map[*segment]*time.Timer // segments renamed *.deleted, awaiting removal
 
 	clean cleanerState // log compaction bookkeeping (cleaner.go)
+
+	// onStartLowered, when set (by the Manager, before the log is shared),
+	// is called after a truncation moved the log start offset down, so the
+	// checkpointed log start is rewritten before a crash can apply it.
+	onStartLowered func()
 }
 
 // leaderEpochFile is the per-partition leader epoch checkpoint.

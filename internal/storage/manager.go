@@ -162,6 +162,7 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 				return
 			}
 			l.setCleanerCheckpoint(j.cleaned)
+			l.onStartLowered = m.checkpointAfterTruncation
 			m.logs[j.tp] = managedLog{log: l, dir: j.dir}
 		}()
 	}
@@ -230,6 +231,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create log %s: %w", tp.dirName(), err)
 	}
+	l.onStartLowered = m.checkpointAfterTruncation
 	m.logs[tp] = managedLog{log: l, dir: dir}
 	return l, nil
 }
@@ -272,6 +274,16 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		return fmt.Errorf("checkpoint after deleting partition %s: %w", tp.dirName(), err)
 	}
 	return nil
+}
+
+// checkpointAfterTruncation rewrites the checkpoints once a truncation
+// has lowered a log's start offset (as Kafka's LogManager does after
+// truncateFullyAndStartAt): the checkpointed one may lie past the new log
+// end, and a crash would then make recovery discard the whole log.
+func (m *Manager) checkpointAfterTruncation() {
+	if err := m.Checkpoint(); err != nil {
+		m.logger.Error("checkpoint after truncation", "err", err)
+	}
 }
 
 // Checkpoint writes recovery-point and log-start-offset checkpoints now.

@@ -14,20 +14,33 @@ import (
 // An offset at or past the log end changes nothing; one at or below the
 // first segment's base empties the log and restarts it at offset.
 func (l *Log) TruncateTo(offset int64) error {
+	lowered, err := l.truncateTo(offset)
+	if lowered && l.onStartLowered != nil {
+		// Outside the lock: the manager rewrites its checkpoints.
+		l.onStartLowered()
+	}
+	return err
+}
+
+// truncateTo is TruncateTo under the writer lock; lowered reports that
+// the log start offset went down.
+func (l *Log) truncateTo(offset int64) (lowered bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return ErrClosed
+		return false, ErrClosed
 	}
 	if offset >= l.logEnd.Load() {
-		return nil
+		return false, nil
 	}
+	start := l.logStart.Load()
+	defer func() { lowered = l.logStart.Load() < start }()
 	cfg := l.config()
 	segs := l.segments()
 	var newEnd int64
 	if offset <= segs[0].base || offset < l.logStart.Load() {
 		if err := l.truncateFullyLocked(offset, cfg); err != nil {
-			return err
+			return false, err
 		}
 		newEnd = offset
 	} else {
@@ -35,17 +48,17 @@ func (l *Log) TruncateTo(offset int64) error {
 		s := segs[i]
 		cut, end, err := s.batchStartAt(offset)
 		if err != nil {
-			return fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err)
+			return false, fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err)
 		}
 		newEnd = end
 		if err := s.log.Truncate(cut); err != nil {
-			return fmt.Errorf("truncate %s to byte %d: %w: %w", s.logPath, cut, ErrStorage, err)
+			return false, fmt.Errorf("truncate %s to byte %d: %w: %w", s.logPath, cut, ErrStorage, err)
 		}
 		s.size.Store(cut)
 		s.offIdx.TruncateTo(newEnd)
 		s.timeIdx.TruncateTo(newEnd)
 		if err := s.restoreAppendState(); err != nil {
-			return fmt.Errorf("truncate %s: %w", l.dir, err)
+			return false, fmt.Errorf("truncate %s: %w", l.dir, err)
 		}
 		switch {
 		case cut == 0:
@@ -70,9 +83,9 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.clean.point.Store(newEnd)
 	}
 	if err := l.epochs.TruncateFromEnd(newEnd); err != nil {
-		return fmt.Errorf("truncate leader epochs of %s to %d: %w", l.dir, newEnd, err)
+		return false, fmt.Errorf("truncate leader epochs of %s to %d: %w", l.dir, newEnd, err)
 	}
-	return l.resetHookLocked(newEnd)
+	return false, l.resetHookLocked(newEnd)
 }
 
 // truncateFullyLocked replaces every segment by an empty one at offset.
