@@ -87,8 +87,14 @@ func (m *Manager) StoredTopicID(tp storage.TopicPartition) ([16]byte, bool) {
 // partition moved away).
 func (m *Manager) Remove(tp storage.TopicPartition) error {
 	m.mu.Lock()
+	p := m.parts[tp]
 	delete(m.parts, tp)
 	m.mu.Unlock()
+	if p != nil {
+		// Fetches long-polling it answer now (the topic is gone) instead
+		// of at their max wait, as Kafka completes delayed fetches.
+		p.wake()
+	}
 	if m.logs.Get(tp) == nil {
 		return nil
 	}

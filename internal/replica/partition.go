@@ -84,7 +84,19 @@ func (p *Partition) Update(s State) error {
 	if s.Leader {
 		p.advanceHWLocked()
 	}
+	if newEpoch {
+		// Long polls re-check: they answer NOT_LEADER_OR_FOLLOWER or
+		// FENCED_LEADER_EPOCH now rather than at their max wait.
+		p.signalLocked()
+	}
 	return nil
+}
+
+// wake wakes long polls waiting on the partition, which is going away.
+func (p *Partition) wake() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.signalLocked()
 }
 
 // advanceHWLocked recomputes the high watermark. With the leader as the
