@@ -189,8 +189,9 @@ func (b *Broker) handleLeaveGroup(ctx context.Context, req *kmsg.LeaveGroupReque
 	}
 	for i, m := range members {
 		code := kcode(errs[i])
-		if resp.ErrorCode == 0 {
-			// Kafka reports the first member error at the top as well.
+		if req.Version < 3 && resp.ErrorCode == 0 {
+			// Before v3 there are no member entries: the member's error
+			// is the top-level one. From v3 Kafka keeps them apart.
 			resp.ErrorCode = code
 		}
 		if req.Version >= 3 {
