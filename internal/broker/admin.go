@@ -84,9 +84,21 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsR
 			targets = append(targets, kmsg.DeleteTopicsRequestTopic{Topic: &n})
 		}
 	}
+	// Kafka refuses a topic named twice in one request, rather than
+	// deleting it once and calling the second entry unknown.
+	seen := map[string]int{}
+	for _, rt := range targets {
+		seen[deleteTarget(rt)]++
+	}
 	for _, rt := range targets {
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		if seen[deleteTarget(rt)] > 1 {
+			st.ErrorCode = kerr.InvalidRequest.Code
+			st.ErrorMessage = errorMessage(fmt.Errorf("topic %s appears more than once in the request", deleteTarget(rt)))
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		img := b.meta.Image()
 		var t *metadata.Topic
 		if rt.Topic != nil {
@@ -115,6 +127,14 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsR
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// deleteTarget names a DeleteTopics entry: its name, else its topic id.
+func deleteTarget(rt kmsg.DeleteTopicsRequestTopic) string {
+	if rt.Topic != nil {
+		return *rt.Topic
+	}
+	return metadata.FormatUUID(rt.TopicID)
 }
 
 // handleCreatePartitions grows topics to a new partition count.

@@ -185,6 +185,10 @@ func (b *Broker) incrementalSet(img *metadata.Image, rr kmsg.IncrementalAlterCon
 		}
 		switch c.Op {
 		case kmsg.IncrementalAlterConfigOpSet:
+			if c.Value == nil {
+				// As Kafka: deleting is DELETE's job, a null SET is a mistake.
+				return nil, fmt.Errorf("%w: null value not supported for %s", kerr.InvalidRequest, c.Name)
+			}
 			set[c.Name] = c.Value
 		case kmsg.IncrementalAlterConfigOpDelete:
 			set[c.Name] = nil

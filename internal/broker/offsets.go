@@ -87,7 +87,7 @@ func (b *Broker) listOffset(version int16, tp storage.TopicPartition, rp kmsg.Li
 		ts = t
 	}
 	if version == 0 {
-		if off >= 0 {
+		if off >= 0 && rp.MaxNumOffsets > 0 {
 			sp.OldStyleOffsets = []int64{off}
 		}
 		return
