@@ -56,7 +56,7 @@ func (c *Coordinator) expireGroup(g *group, now time.Time) int {
 		// active group consumes (Kafka's removeExpiredOffsets).
 		var base time.Time
 		switch {
-		case g.state == Empty && g.protocolType != "":
+		case g.state == Empty && g.protocolType != "" && !g.stateTime.IsZero():
 			base = g.stateTime
 		case g.state == Empty:
 			base = o.CommitTime

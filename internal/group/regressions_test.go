@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -86,5 +87,33 @@ func TestExplicitRetentionDoesNotExpireConsumerGroupSubscribedOffsets(t *testing
 	}
 	if f := fetchOne(t, e.env, "g", "t1", 0); f.Offset != 5 {
 		t.Fatalf("offset gone: %+v", f)
+	}
+}
+
+// A group metadata record older than value version 2 (Kafka before 2.1)
+// has no current-state timestamp; the offsets of such an empty group
+// expire by their commit time, as Kafka does, not at once as if the
+// group had been empty since 1970.
+func TestEmptyGroupWithoutStateTimestampExpiresByCommitTime(t *testing.T) {
+	e := newEnv(t, 0)
+	v := kmsg.NewGroupMetadataValue()
+	v.Version, v.ProtocolType, v.Generation = 1, "consumer", 3
+	k := kmsg.NewGroupMetadataKey()
+	k.Version, k.Group = 2, "old"
+	now := e.clock.Now()
+	e.log.Append(context.Background(), 0, []Record{
+		{Key: k.AppendTo(nil), Value: v.AppendTo(nil)},
+		offsetRecord("old", tp{"t1", 0}, Offset{Offset: 9, LeaderEpoch: -1, CommitTime: now}),
+	})
+	e = e.reopen()
+	if n := e.c.ExpireOffsets(); n != 0 {
+		t.Fatalf("expired %d offsets committed just now", n)
+	}
+	if f := fetchOne(t, e, "old", "t1", 0); f.Offset != 9 {
+		t.Fatalf("offset gone: %+v", f)
+	}
+	e.clock.Advance(7*24*time.Hour + time.Minute)
+	if n := e.c.ExpireOffsets(); n != 1 {
+		t.Fatalf("expired %d offsets after the retention, want 1", n)
 	}
 }

@@ -363,5 +363,10 @@ func (g *group) restore(v *kmsg.GroupMetadataValue) {
 	if len(g.members) > 0 {
 		g.state = Stable
 	}
-	g.stateTime = time.UnixMilli(v.CurrentStateTimestamp)
+	// Values before version 2 carry no timestamp: zero means unknown,
+	// and offset expiry then counts from each commit (as Kafka does).
+	g.stateTime = time.Time{}
+	if v.Version >= 2 && v.CurrentStateTimestamp >= 0 {
+		g.stateTime = time.UnixMilli(v.CurrentStateTimestamp)
+	}
 }
