@@ -60,6 +60,7 @@ type conn struct {
 	pending    atomic.Int64  // frame bytes read and not yet answered
 	answered   chan struct{} // signalled (without blocking) after each answer
 	served     atomic.Int64  // requests handled, for the close log
+	peerGone   atomic.Bool   // the client closed its side; queued requests are still handled
 
 	wbuf []byte // response encoding buffer, reused by the worker
 }
@@ -82,7 +83,7 @@ func (c *conn) serve(parent context.Context) {
 
 	// Stopping the server cancels parent; close the socket so that a
 	// reader blocked in Read and a worker blocked in Write wake up.
-	stopWatch := context.AfterFunc(ctx, func() { c.shutdown("server stopping", nil) })
+	stopWatch := context.AfterFunc(parent, func() { c.shutdown("server stopping", nil) })
 	defer stopWatch()
 
 	var helpers sync.WaitGroup
@@ -100,7 +101,7 @@ func (c *conn) serve(parent context.Context) {
 		}()
 	}
 
-	c.work(ctx, queue)
+	c.work(parent, ctx, queue)
 	helpers.Wait()
 	c.log.Debug("connection closed", "reason", c.closeReason, "err", c.closeErr, "requests", c.served.Load())
 }
@@ -133,10 +134,14 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 		frame, err := readFrame(br, c.s.cfg.MaxRequestBytes)
 		if err != nil && !errors.Is(err, errFrameSize) {
 			// The peer is gone (or we closed the socket, and the reason
-			// is already recorded): cancel whatever is being handled
-			// for it. Kafka clients never half-close to await answers.
+			// is already recorded). Requests it sent before leaving are
+			// still handled, as Kafka does: an acks=0 producer that sends
+			// and exits must not lose its records. Their answers are not
+			// written, and the handler context is cancelled so that long
+			// polls for nobody end at once.
 			if errors.Is(err, io.EOF) {
-				c.shutdown("closed by client", nil)
+				c.peerGone.Store(true)
+				c.cancel()
 			} else {
 				c.shutdown("read failed", err)
 			}
@@ -196,8 +201,9 @@ func readFrame(r io.Reader, max int32) ([]byte, error) {
 }
 
 // work handles queued requests in arrival order and writes each response
-// before taking the next request.
-func (c *conn) work(ctx context.Context, queue <-chan parsed) {
+// before taking the next request. parent ends with the server; ctx, the
+// handlers' context, also ends when the client goes away.
+func (c *conn) work(parent, ctx context.Context, queue <-chan parsed) {
 	bw := bufio.NewWriterSize(c.nc, ioBufferSize)
 	defer func() {
 		// Drain so a reader blocked on a full queue can finish.
@@ -205,7 +211,7 @@ func (c *conn) work(ctx context.Context, queue <-chan parsed) {
 		}
 	}()
 	for p := range queue {
-		if ctx.Err() != nil {
+		if parent.Err() != nil {
 			c.shutdown("server stopping", nil)
 			return
 		}
@@ -221,11 +227,16 @@ func (c *conn) work(ctx context.Context, queue <-chan parsed) {
 			return
 		}
 		resp, reason, err := c.respond(ctx, p)
-		if err != nil {
+		switch {
+		case err != nil && c.peerGone.Load() && ctx.Err() != nil:
+			// A handler that gave up because its client left is no
+			// protocol error: go on with the requests queued after it.
+			resp = nil
+		case err != nil:
 			c.shutdown(reason, err)
 			return
 		}
-		if resp != nil {
+		if resp != nil && !c.peerGone.Load() {
 			if err := c.writeResponse(bw, p.hdr, resp); err != nil {
 				c.shutdown("write failed", err)
 				return
@@ -240,8 +251,12 @@ func (c *conn) work(ctx context.Context, queue <-chan parsed) {
 		default:
 		}
 	}
-	// The reader closes the queue only after a shutdown or after queueing
-	// an error, which returned above; this is a safety net.
+	// The reader closes the queue when the client left (everything it
+	// sent is handled by now) or after a shutdown.
+	if c.peerGone.Load() {
+		c.shutdown("closed by client", nil)
+		return
+	}
 	c.shutdown("reader stopped", nil)
 }
 

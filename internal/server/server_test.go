@@ -335,3 +335,31 @@ func TestPipelinedLargeRequests(t *testing.T) {
 		t.Fatalf("handler saw %d produce requests, want %d", got, n)
 	}
 }
+
+// A client that sends requests and closes at once (an acks=0 producer
+// exiting) still has them all handled, as Kafka does; only the answers are
+// dropped. The long poll queued first ends when the client leaves instead
+// of holding the others up.
+func TestRequestsSentBeforeCloseAreHandled(t *testing.T) {
+	h := newTestHandler()
+	ts := startServer(t, h, nil)
+	c := dial(t, ts.addr)
+	acks0 := kmsg.NewPtrProduceRequest()
+	acks0.Acks = 0
+	send(t, c,
+		encodeRequest(kmsg.NewPtrListOffsetsRequest(), 1, 1, nil),
+		encodeRequest(acks0, 7, 2, nil),
+		encodeRequest(acks0, 7, 3, nil),
+		encodeRequest(acks0, 7, 4, nil))
+	waitFor(t, h.started, "ListOffsets handler to start")
+	c.Close()
+	waitFor(t, h.cancelled, "the long poll to end after the client closed")
+	deadline := time.Now().Add(30 * time.Second)
+	for h.count(0) != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("handler saw %d of the 3 produce requests sent before the close", h.count(0))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	expectServing(t, ts.addr)
+}
