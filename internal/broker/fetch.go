@@ -18,6 +18,14 @@ import (
 // the client asks, so that one request cannot make the broker buffer GiBs.
 const defaultFetchMaxBytes = 57671680
 
+// fetchMaxBytes is fetch.max.bytes from the configuration.
+func (b *Broker) fetchMaxBytes() int64 {
+	if b.opts.Config == nil || b.opts.Config.FetchMaxBytes <= 0 {
+		return defaultFetchMaxBytes
+	}
+	return b.opts.Config.FetchMaxBytes
+}
+
 // handleFetch serves consumers: reads up to the high watermark, honouring
 // the per-partition and whole-response byte limits (the first batch is
 // returned even when larger), and long-polls until min bytes arrive or
@@ -66,7 +74,7 @@ func (b *Broker) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) ([]
 	// As in Kafka, the response is bounded by the broker's fetch.max.bytes
 	// too, and a MaxBytes of 0 still yields the first batch (see
 	// fetchPartition): only v0-2 have no response limit.
-	maxBytes := min(int64(req.MaxBytes), defaultFetchMaxBytes)
+	maxBytes := min(int64(req.MaxBytes), b.fetchMaxBytes())
 	if req.Version < 3 {
 		maxBytes = 1 << 62
 	}

@@ -53,3 +53,24 @@ func TestFetchResponseSizeCapped(t *testing.T) {
 		t.Fatalf("fetch with MaxBytes 0 got %d bytes, want exactly the first batch (%d)", n, len(batch))
 	}
 }
+
+// TestFetchMaxBytesConfigured: fetch.max.bytes from the configuration caps
+// responses below what the client asks for.
+func TestFetchMaxBytesConfigured(t *testing.T) {
+	const limit = 64 << 10
+	b := startTestBroker(t, "fetch.max.bytes=65536")
+	c := b.dial()
+	c.createTopic("capped", 1, nil)
+	batch := testBatch(t, 1, 10000)
+	for i := 0; i < 20; i++ {
+		resp := c.request(produceReq(7, "capped", 0, append([]byte(nil), batch...))).(*kmsg.ProduceResponse)
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("produce %d: error code %d", i, code)
+		}
+	}
+	resp := c.request(fetchAll("capped", math.MaxInt32, math.MaxInt32)).(*kmsg.FetchResponse)
+	sp := resp.Topics[0].Partitions[0]
+	if n := len(sp.RecordBatches); n == 0 || n > limit {
+		t.Fatalf("fetch with fetch.max.bytes=%d got %d bytes", limit, n)
+	}
+}

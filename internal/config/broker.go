@@ -29,6 +29,7 @@ type Broker struct {
 	SocketRequestMaxBytes   int64             // socket.request.max.bytes
 	ConnectionsMaxIdleMs    int64             // connections.max.idle.ms
 	MessageMaxBytes         int64             // message.max.bytes
+	FetchMaxBytes           int64             // fetch.max.bytes
 
 	// Storage.
 	LogDirs                            []string // log.dirs, else log.dir

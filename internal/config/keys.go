@@ -180,6 +180,8 @@ var brokerKeys = []brokerKey{
 		"Idle connections are closed after this many milliseconds (-1: never)."),
 	intKey("message.max.bytes", TypeInt, 1048588, 0, math.MaxInt32, func(b *Broker) *int64 { return &b.MessageMaxBytes },
 		"Largest record batch accepted (after compression). Topic synonym: max.message.bytes."),
+	intKey("fetch.max.bytes", TypeInt, 57671680, 1024, math.MaxInt32, func(b *Broker) *int64 { return &b.FetchMaxBytes },
+		"Most bytes one consumer fetch response may carry, whatever the client asks (the first batch is always returned)."),
 
 	// Storage.
 	complexKey("log.dirs", TypeString, "", true,
