@@ -77,6 +77,11 @@ type cleanerState struct {
 	// still hold tombstones: 0 unknown (not looked at since open),
 	// math.MaxInt64 none.
 	horizon atomic.Int64
+	// truncations counts truncations, bumped under Log.mu once each is
+	// complete. A truncation can rewrite a segment in place (cut, append
+	// the same number of bytes, roll) so that neither its identity nor its
+	// size tells a swap that the contents it cleaned are gone.
+	truncations atomic.Int64
 }
 
 // CleanOptions tunes one cleaning pass.
@@ -187,6 +192,9 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 		opts.Now = start
 	}
 	cfg := l.config()
+	// Read before the plan snapshots the segments: a truncation that ends
+	// after this read changes the count, and swapIn then aborts.
+	truncations := l.clean.truncations.Load()
 	p := l.plan(opts.Now, cfg)
 	stats := CleanStats{FirstDirty: p.firstDirty, End: p.firstDirty}
 	if len(p.segs) == 0 {
@@ -211,7 +219,7 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 	if err != nil {
 		return stats, l.cleanErr(err)
 	}
-	w := rewriter{l: l, cfg: cfg, m: m, end: end, now: opts.Now.UnixMilli(), lasts: lasts, stats: &stats, horizon: math.MaxInt64}
+	w := rewriter{l: l, cfg: cfg, m: m, end: end, now: opts.Now.UnixMilli(), lasts: lasts, stats: &stats, horizon: math.MaxInt64, truncations: truncations}
 	for _, g := range groupSegments(rewrite, sizes, p.uppers, cfg) {
 		if err := ctx.Err(); err != nil {
 			return stats, err

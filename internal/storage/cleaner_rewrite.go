@@ -28,6 +28,8 @@ type rewriter struct {
 	stats *CleanStats
 	// horizon is the earliest delete horizon written so far.
 	horizon int64
+	// truncations is the log's truncation count when the pass was planned.
+	truncations int64
 }
 
 // cleanGroup rewrites segs[g.from:g.to] into one new segment and swaps it
@@ -99,7 +101,7 @@ func (w *rewriter) cleanGroup(ctx context.Context, segs []*segment, sizes []int6
 		return fmt.Errorf("cleaned segment %d: %w: %w", out.base, ErrStorage, err)
 	}
 	callStage(stage, stageCleaned)
-	committed, err = w.l.swapIn(out, group, groupSizes, stage)
+	committed, err = w.l.swapIn(out, group, groupSizes, w.truncations, stage)
 	if err != nil {
 		return err
 	}

@@ -56,16 +56,20 @@ func callStage(stage func(string), name string) {
 	}
 }
 
-// swapIn replaces group (still with the sizes it was cleaned at) by out.
+// swapIn replaces group (still with the sizes it was cleaned at, and no
+// truncation since the log's truncation count was truncations) by out.
 // committed reports that out's files must not be removed: either it is
 // published, or a failure after step 1 left the swap for the next load to
 // complete (out is then closed, and the log keeps serving the old
 // segments from their open handles).
-func (l *Log) swapIn(out *segment, group []*segment, sizes []int64, stage func(string)) (committed bool, err error) {
+func (l *Log) swapIn(out *segment, group []*segment, sizes []int64, truncations int64, stage func(string)) (committed bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return false, ErrClosed
+	}
+	if l.clean.truncations.Load() != truncations {
+		return false, errCleanAborted // a truncated segment may hold new data at its old size
 	}
 	segs := l.segments()
 	a := slices.Index(segs, group[0])

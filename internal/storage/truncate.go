@@ -33,6 +33,10 @@ func (l *Log) truncateTo(offset int64) (lowered bool, err error) {
 	if offset >= l.logEnd.Load() {
 		return false, nil
 	}
+	// Counted once the truncation is complete (deferred calls run last
+	// first), even if it failed midway: a cleaning pass planned before
+	// must not swap in its copy of what was cut.
+	defer l.clean.truncations.Add(1)
 	start := l.logStart.Load()
 	defer func() { lowered = l.logStart.Load() < start }()
 	cfg := l.config()
