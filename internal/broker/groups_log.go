@@ -71,7 +71,9 @@ func (l offsetsLog) Append(ctx context.Context, p int32, recs []group.Record) er
 	}
 	info, err := rp.AppendAsLeader(batch, -1)
 	if err != nil {
-		return fmt.Errorf("append to %s-%d: %w", offsetsTopic, p, err)
+		// Carry Kafka's code too: the coordinator answers by it (a lost
+		// leadership is NOT_COORDINATOR).
+		return fmt.Errorf("append to %s-%d: %w (%w)", offsetsTopic, p, err, kerr.ErrorForCode(errorCode(err)))
 	}
 	for {
 		changed := rp.Changed()

@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"time"
 
@@ -418,10 +419,17 @@ func asKerr(err error) *kerr.Error {
 }
 
 // storeError is the code for a failed write of group state: retriable,
-// so members rejoin rather than give up.
+// so members rejoin rather than give up. As in Kafka, a lost leadership
+// of the partition or a storage failure is NOT_COORDINATOR (the client
+// finds the coordinator again); anything else COORDINATOR_NOT_AVAILABLE.
+// The log wraps its errors, hence errors.As.
 func storeError(err error) *kerr.Error {
-	if ke, ok := err.(*kerr.Error); ok && ke == kerr.NotCoordinator {
-		return ke
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		switch ke {
+		case kerr.NotCoordinator, kerr.NotLeaderForPartition, kerr.KafkaStorageError:
+			return kerr.NotCoordinator
+		}
 	}
 	return kerr.CoordinatorNotAvailable
 }

@@ -1,0 +1,52 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-project/weir/internal/group"
+	"github.com/weir-project/weir/internal/replica"
+	"github.com/weir-project/weir/internal/storage"
+)
+
+// offsetsReplica is a Broker holding only a replica of
+// __consumer_offsets-0 in the given state, on a temp log dir.
+func offsetsReplica(t *testing.T, s replica.State) (*Broker, *replica.Partition) {
+	t.Helper()
+	logs, err := storage.OpenManager(storage.ManagerConfig{
+		Dirs: []string{t.TempDir()}, Defaults: storage.DefaultConfig(), DisableCleaner: true,
+	}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := logs.Close(); err != nil {
+			t.Errorf("close logs: %v", err)
+		}
+	})
+	replicas := replica.NewManager(logs)
+	replicas.SetLogger(slog.New(slog.DiscardHandler))
+	rp, err := replicas.Ensure(storage.TopicPartition{Topic: offsetsTopic, Partition: 0}, storage.DefaultConfig(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Broker{replicas: replicas}, rp
+}
+
+// A write to a partition this broker no longer leads carries Kafka's
+// NOT_LEADER_OR_FOLLOWER, which the coordinator answers as NOT_COORDINATOR
+// (the client finds the new coordinator) rather than as a generic failure.
+func TestOffsetsLogAppendNotLeaderCarriesKafkaError(t *testing.T) {
+	b, _ := offsetsReplica(t, replica.State{Leader: false, LeaderEpoch: 1, ISR: []int32{1}})
+	err := offsetsLog{b}.Append(context.Background(), 0, []group.Record{{Key: []byte("k"), Value: []byte("v")}})
+	if !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("append on a follower: %v, want NOT_LEADER_OR_FOLLOWER", err)
+	}
+	if !errors.Is(err, replica.ErrNotLeader) {
+		t.Fatalf("append on a follower: %v lost the replica's error", err)
+	}
+}
