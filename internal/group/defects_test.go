@@ -34,3 +34,23 @@ func TestStoreErrorSeesWrappedKafkaErrors(t *testing.T) {
 		}
 	}
 }
+
+// A commit with a generation to a group that does not exist is a stale
+// member: before OffsetCommit v9 Kafka answers ILLEGAL_GENERATION, from
+// v9 GROUP_ID_NOT_FOUND (for both group protocols).
+func TestCommitToMissingGroupByVersion(t *testing.T) {
+	e := newEnv(t, 0)
+	for _, tc := range []struct {
+		version int16
+		want    *kerr.Error
+	}{{0, kerr.IllegalGeneration}, {8, kerr.IllegalGeneration}, {9, kerr.GroupIDNotFound}, {10, kerr.GroupIDNotFound}} {
+		errs := e.c.CommitOffsets(CommitRequest{Group: "missing", MemberID: "m", Generation: 3, APIVersion: tc.version,
+			Offsets: []CommitOffset{{Topic: "t1", Partition: 0, Offset: 1, LeaderEpoch: -1}}})
+		if !errors.Is(errs[0], tc.want) {
+			t.Errorf("v%d: commit answered %v, want %v", tc.version, errs[0], tc.want)
+		}
+	}
+	if ls := e.c.ListGroups(nil); len(ls) != 0 {
+		t.Fatalf("a refused commit created a group: %+v", ls)
+	}
+}

@@ -69,6 +69,11 @@ func (c *Coordinator) CommitOffsets(req CommitRequest) []error {
 	}
 	if g == nil {
 		// A generation for a group that does not exist: a stale member.
+		// Kafka keeps ILLEGAL_GENERATION for old clients; from v9 it says
+		// what happened, which works for both group protocols.
+		if req.APIVersion >= 9 {
+			return setAll(kerr.GroupIDNotFound)
+		}
 		return setAll(kerr.IllegalGeneration)
 	}
 	defer c.unlockMaybeForget(g)
