@@ -3,6 +3,10 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -34,4 +38,28 @@ func TestCleanerAbortsAfterTruncateReappendRoll(t *testing.T) {
 	checkState(t, l, map[string]string{"k": "v9"}, "after the aborted pass")
 	cleanAt(t, l, t0)
 	checkState(t, l, map[string]string{"k": "v9"}, "after a full pass")
+}
+
+// TestTruncateSyncsDirAfterRetiringSegments: the *.deleted renames of
+// segments cut by a truncation must reach the disk before TruncateTo
+// returns, or a power loss brings the cut records back at the next start.
+func TestTruncateSyncsDirAfterRetiringSegments(t *testing.T) {
+	l := openLog(t, t.TempDir(), testConfig())
+	for i := range 3 {
+		mustAppend(t, l, makeBatch(t, 2, 10, t0.UnixMilli(), fmt.Sprint("b", i)), 0)
+		forceRoll(t, l)
+	}
+	cut := filepath.Join(l.Dir(), segmentName(4, logSuffix))
+	var durable []bool // per dir fsync: was the cut segment already renamed?
+	l.fsyncDir = func(dir string) error {
+		_, err := os.Stat(cut)
+		durable = append(durable, errors.Is(err, os.ErrNotExist))
+		return syncDir(dir)
+	}
+	if err := l.TruncateTo(3); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(durable, true) {
+		t.Fatalf("no directory fsync after renaming the cut segments (fsyncs: %v)", durable)
+	}
 }

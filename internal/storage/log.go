@@ -129,6 +129,10 @@ type Log struct {
 
 	clean cleanerState // log compaction bookkeeping (cleaner.go)
 
+	// fsyncDir is syncDir; a test replaces it (before the log is shared)
+	// to see which renames were made durable.
+	fsyncDir func(dir string) error
+
 	// onStartLowered, when set (by the Manager, before the log is shared),
 	// is called after a truncation moved the log start offset down, so the
 	// checkpointed log start is rewritten before a crash can apply it.
@@ -151,9 +155,10 @@ func OpenLog(dir string, cfg Config, recoveryPoint, logStartOffset int64, cleanS
 	}
 	cfg = cfg.normalized()
 	l := &Log{
-		dir:     dir,
-		logger:  logger.With("log", filepath.Base(dir)),
-		pending: make(map[*segment]*time.Timer),
+		dir:      dir,
+		logger:   logger.With("log", filepath.Base(dir)),
+		pending:  make(map[*segment]*time.Timer),
+		fsyncDir: syncDir,
 	}
 	l.cfg.Store(&cfg)
 	epochs, err := leaderepoch.Open(filepath.Join(dir, leaderEpochFile))

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,6 +43,7 @@ func (l *Log) truncateTo(offset int64) (lowered bool, err error) {
 	cfg := l.config()
 	segs := l.segments()
 	var newEnd int64
+	var syncErr error
 	if offset <= segs[0].base || offset < l.logStart.Load() {
 		if err := l.truncateFullyLocked(offset, cfg); err != nil {
 			return false, err
@@ -73,6 +75,15 @@ func (l *Log) truncateTo(offset int64) (lowered bool, err error) {
 		l.setSegments(append([]*segment(nil), segs[:i+1]...))
 		l.logEnd.Store(newEnd)
 		l.scheduleDeletes(segs[i+1:], cfg)
+		if i+1 < len(segs) {
+			// Until the renames are durable, a power loss brings the cut
+			// segments back at the next start. (The full truncation's
+			// new segment gets the same fsync.) The cut stands in memory
+			// either way, so its bookkeeping below still runs.
+			if err := l.fsyncDir(l.dir); err != nil {
+				syncErr = fmt.Errorf("truncate %s to %d: %w: %w", l.dir, offset, ErrStorage, err)
+			}
+		}
 	}
 	// A cut inside the batch holding the log start moves the end below
 	// the start; keep start <= end as Kafka does.
@@ -87,9 +98,9 @@ func (l *Log) truncateTo(offset int64) (lowered bool, err error) {
 		l.clean.point.Store(newEnd)
 	}
 	if err := l.epochs.TruncateFromEnd(newEnd); err != nil {
-		return false, fmt.Errorf("truncate leader epochs of %s to %d: %w", l.dir, newEnd, err)
+		return false, errors.Join(syncErr, fmt.Errorf("truncate leader epochs of %s to %d: %w", l.dir, newEnd, err))
 	}
-	return false, l.resetHookLocked(newEnd)
+	return false, errors.Join(syncErr, l.resetHookLocked(newEnd))
 }
 
 // truncateFullyLocked replaces every segment by an empty one at offset.
