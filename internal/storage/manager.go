@@ -109,6 +109,7 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 		cleanShutdown bool
 	}
 	var jobs []job
+	found := make(map[TopicPartition]string) // partition -> its directory
 	cleanerPoints := m.readCleanerCheckpoints()
 	for i, dir := range cfg.Dirs {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -138,6 +139,11 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 			if !ok {
 				continue
 			}
+			if prev, dup := found[tp]; dup {
+				// Which copy is current cannot be told; Kafka refuses too.
+				return nil, fmt.Errorf("open log manager: duplicate log directories for partition %s: %s and %s; remove one of them", tp.dirName(), prev, p)
+			}
+			found[tp] = p
 			key := checkpoint.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
 			jobs = append(jobs, job{tp: tp, dir: i, path: p, rp: rps[key], lso: lsos[key], cleaned: cleanerPoints[i][key], cleanShutdown: clean})
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/weir-project/weir/internal/storage/checkpoint"
@@ -260,5 +261,32 @@ func TestManagerTruncationBelowLogStartSurvivesCrash(t *testing.T) {
 	}
 	if got := readAll(t, l2, 5); len(got) != 2 {
 		t.Fatalf("read %d batches after reload, want 2", len(got))
+	}
+}
+
+// TestManagerRefusesDuplicatePartitionDirs: one partition in two log dirs
+// is ambiguous (which copy is current?); like Kafka, refuse to start and
+// name both directories instead of silently keeping one.
+func TestManagerRefusesDuplicatePartitionDirs(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	for _, d := range dirs {
+		l, err := OpenLog(filepath.Join(d, "t-0"), testConfig(), 0, 0, false, quietLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, l, makeBatch(t, 1, 10, 1, "x"), 0)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := OpenManager(ManagerConfig{Dirs: dirs, Defaults: testConfig()}, quietLogger())
+	if err == nil {
+		m.Close()
+		t.Fatal("OpenManager accepted partition t-0 in two log dirs")
+	}
+	for _, d := range dirs {
+		if p := filepath.Join(d, "t-0"); !strings.Contains(err.Error(), p) {
+			t.Fatalf("error %q does not name %s", err, p)
+		}
 	}
 }
