@@ -77,7 +77,7 @@ type MemberDescription struct {
 // reports only from DescribeGroups v6).
 func (c *Coordinator) DescribeGroup(id string) (Description, error) {
 	d := Description{Group: id, State: Dead, StateName: Dead.String()}
-	g, err := c.lockGroup(id, false)
+	g, err := c.lockOffsetsGroup(id, false)
 	if err != nil {
 		return d, err
 	}
@@ -116,7 +116,7 @@ func (c *Coordinator) DeleteGroups(ids []string) []error {
 }
 
 func (c *Coordinator) deleteGroup(id string) error {
-	g, err := c.lockGroup(id, false)
+	g, err := c.lockOffsetsGroup(id, false)
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func (c *Coordinator) checkConsumerCommit(g *group, req CommitRequest, valid []i
 // group and is always served.
 func (c *Coordinator) FetchOffsetsAs(groupID string, memberID *string, memberEpoch int32, topics []TopicPartitions) ([]FetchedOffset, error) {
 	if memberID != nil || memberEpoch >= 0 {
-		g, err := c.lockGroup(groupID, false)
+		g, err := c.lockOffsetsGroup(groupID, false)
 		if err != nil {
 			return nil, err
 		}

@@ -212,10 +212,11 @@ func (c *Coordinator) shutdownGroup(g *group, err *kerr.Error) {
 	g.transition(Dead, c.clock.Now())
 }
 
-// partitionOf checks that this coordinator serves group id and returns
-// the group's partition.
-func (c *Coordinator) partitionOfLocked(id string) (int32, *kerr.Error) {
-	if id == "" {
+// partitionOfLocked checks that this coordinator serves group id and
+// returns the group's partition. The empty id is refused unless
+// allowEmpty (see lockOffsetsGroup).
+func (c *Coordinator) partitionOfLocked(id string, allowEmpty bool) (int32, *kerr.Error) {
+	if id == "" && !allowEmpty {
 		return 0, kerr.InvalidGroupID
 	}
 	if c.closed || c.numPartitions <= 0 {
@@ -238,18 +239,42 @@ func (c *Coordinator) partitionOfLocked(id string) (int32, *kerr.Error) {
 func (c *Coordinator) CheckGroup(id string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, err := c.partitionOfLocked(id); err != nil {
+	if _, err := c.partitionOfLocked(id, false); err != nil {
+		return err
+	}
+	return nil
+}
+
+// checkOffsetsGroup is CheckGroup for the APIs that accept the empty
+// group id (see lockOffsetsGroup).
+func (c *Coordinator) checkOffsetsGroup(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.partitionOfLocked(id, true); err != nil {
 		return err
 	}
 	return nil
 }
 
 // lockGroup returns group id locked, creating it (Empty) if asked. A nil
-// group and nil error mean "no such group".
+// group and nil error mean "no such group". The empty id is
+// INVALID_GROUP_ID.
 func (c *Coordinator) lockGroup(id string, create bool) (*group, error) {
+	return c.lockGroupID(id, create, false)
+}
+
+// lockOffsetsGroup is lockGroup for the APIs where Kafka accepts the
+// empty group id: OffsetCommit and OffsetFetch (for backwards
+// compatibility), DescribeGroups and DeleteGroups (so that such a
+// group's state can be seen and removed).
+func (c *Coordinator) lockOffsetsGroup(id string, create bool) (*group, error) {
+	return c.lockGroupID(id, create, true)
+}
+
+func (c *Coordinator) lockGroupID(id string, create, allowEmpty bool) (*group, error) {
 	for {
 		c.mu.Lock()
-		p, kerrErr := c.partitionOfLocked(id)
+		p, kerrErr := c.partitionOfLocked(id, allowEmpty)
 		if kerrErr != nil {
 			c.mu.Unlock()
 			return nil, kerrErr

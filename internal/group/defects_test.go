@@ -54,3 +54,38 @@ func TestCommitToMissingGroupByVersion(t *testing.T) {
 		t.Fatalf("a refused commit created a group: %+v", ls)
 	}
 }
+
+// Kafka accepts the empty group id where offsets are committed, fetched,
+// described and deleted (for backwards compatibility, and so that its
+// state can be seen and removed); the group-management APIs refuse it.
+func TestEmptyGroupIDForOffsetAPIsOnly(t *testing.T) {
+	e := newEnv(t, 0)
+	errs := e.c.CommitOffsets(CommitRequest{Group: "", Generation: -1,
+		Offsets: []CommitOffset{{Topic: "t1", Partition: 2, Offset: 42, LeaderEpoch: -1}}})
+	wantErr(t, errs[0], nil)
+	if f := fetchOne(t, e, "", "t1", 2); f.Offset != 42 {
+		t.Fatalf("fetched %+v, want offset 42", f)
+	}
+	all, err := e.c.FetchOffsetsAs("", nil, -1, nil)
+	wantErr(t, err, nil)
+	if len(all) != 1 || all[0].Offset != 42 {
+		t.Fatalf("fetched all %+v", all)
+	}
+	d, err := e.c.DescribeGroup("")
+	wantErr(t, err, nil)
+	if d.State != Empty {
+		t.Fatalf("described %+v, want Empty", d)
+	}
+
+	wantErr(t, e.c.Heartbeat(HeartbeatRequest{Group: "", MemberID: "m", Generation: 1}), kerr.InvalidGroupID)
+	wantKerr(t, e.syncAsync(SyncRequest{Group: "", MemberID: "m", Generation: 1}).done(t).Err, kerr.InvalidGroupID)
+	_, err = e.c.Leave("", []LeavingMember{{MemberID: "m"}})
+	wantErr(t, err, kerr.InvalidGroupID)
+	_, err = e.c.DeleteOffsets("", []TopicPartitions{{Topic: "t1", Partitions: []int32{2}}})
+	wantErr(t, err, kerr.InvalidGroupID)
+
+	wantErr(t, e.c.DeleteGroups([]string{""})[0], nil)
+	if f := fetchOne(t, e, "", "t1", 2); f.Offset != -1 {
+		t.Fatalf("offset of the deleted group still fetched: %+v", f)
+	}
+}

@@ -58,12 +58,12 @@ func (c *Coordinator) CommitOffsets(req CommitRequest) []error {
 		return errs
 	}
 	if len(valid) == 0 {
-		if err := c.CheckGroup(req.Group); err != nil {
+		if err := c.checkOffsetsGroup(req.Group); err != nil {
 			return setAll(err)
 		}
 		return errs
 	}
-	g, err := c.lockGroup(req.Group, req.Generation < 0)
+	g, err := c.lockOffsetsGroup(req.Group, req.Generation < 0)
 	if err != nil {
 		return setAll(err)
 	}
@@ -161,7 +161,7 @@ type FetchedOffset struct {
 // with topics nil, of every partition the group committed, sorted.
 // Partitions without a commit have offset -1.
 func (c *Coordinator) FetchOffsets(groupID string, topics []TopicPartitions) ([]FetchedOffset, error) {
-	g, err := c.lockGroup(groupID, false)
+	g, err := c.lockOffsetsGroup(groupID, false)
 	if err != nil {
 		return nil, err
 	}
