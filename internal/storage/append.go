@@ -162,6 +162,9 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 // appendLocked writes already patched batches at the log end: rolls if
 // needed, one write, sparse index entries, then publishes size and log end.
 func (l *Log) appendLocked(records []byte, refs []batchRef, cfg Config, now time.Time) error {
+	if l.torn != nil {
+		return fmt.Errorf("append to %s: %w: %w", l.dir, ErrStorage, l.torn)
+	}
 	last := refs[len(refs)-1].h.LastOffset()
 	seg, err := l.maybeRollLocked(int64(len(records)), last, cfg, now)
 	if err != nil {
@@ -172,7 +175,8 @@ func (l *Log) appendLocked(records []byte, refs []batchRef, cfg Config, now time
 		// Cut whatever part reached the file so the log stays a sequence
 		// of whole batches.
 		if terr := seg.log.Truncate(pos); terr != nil {
-			l.logger.Error("truncating after failed write", "file", seg.logPath, "pos", pos, "err", terr)
+			l.torn = fmt.Errorf("truncate %s to %d after a failed write: %w", seg.logPath, pos, terr)
+			l.logger.Error("truncating after failed write; log refuses writes until restarted", "file", seg.logPath, "pos", pos, "err", terr)
 		}
 		return fmt.Errorf("write %d bytes to %s at %d: %w: %w", len(records), seg.logPath, pos, ErrStorage, err)
 	}

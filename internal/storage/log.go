@@ -112,8 +112,13 @@ type Log struct {
 	logger *slog.Logger
 	cfg    atomic.Pointer[Config]
 
-	mu             sync.Mutex
-	closed         bool
+	mu     sync.Mutex
+	closed bool
+	// torn, once set, is why the active segment may hold bytes past its
+	// published size (a failed write whose truncation failed too). Writes
+	// are refused and Close reports it, so the dir is not marked cleanly
+	// shut down and the next start's recovery cuts the tail.
+	torn           error
 	hook           ProducerStateHook
 	unflushedMsgs  int64
 	firstUnflushed time.Time // wall clock of the oldest unflushed append
@@ -304,6 +309,9 @@ func (l *Log) Close() error {
 		errs = append(errs, fmt.Errorf("flush time index of %s: %w", act.logPath, err))
 	}
 	errs = append(errs, l.closeSegments())
+	if l.torn != nil {
+		errs = append(errs, fmt.Errorf("close %s: %w: %w", l.dir, ErrStorage, l.torn))
+	}
 	l.closed = true
 	return errors.Join(errs...)
 }

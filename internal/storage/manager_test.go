@@ -2,10 +2,12 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weir-project/weir/internal/storage/checkpoint"
 )
@@ -289,4 +291,64 @@ func TestManagerRefusesDuplicatePartitionDirs(t *testing.T) {
 			t.Fatalf("error %q does not name %s", err, p)
 		}
 	}
+}
+
+// TestManagerTornWriteSkipsCleanShutdown: a write that fails and whose
+// truncation fails too leaves a torn tail past the published size. The log
+// must refuse further writes, and the dir must not claim a clean shutdown,
+// so the next start recovers (cuts the tail) instead of trusting the files.
+func TestManagerTornWriteSkipsCleanShutdown(t *testing.T) {
+	dir := t.TempDir()
+	mc := ManagerConfig{Dirs: []string{dir}, Defaults: testConfig()}
+	m, err := OpenManager(mc, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := TopicPartition{"torn", 0}
+	l, err := m.GetOrCreate(tp, testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, makeBatch(t, 1, 10, 1, "ok"), 0)
+
+	// A read-only handle makes both the write and the truncation fail.
+	seg := l.active()
+	rw := seg.log
+	ro, err := os.Open(seg.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg.log = ro
+	if _, err := l.Append(makeBatch(t, 1, 10, 1, "fails"), 0); !errors.Is(err, ErrStorage) {
+		t.Fatalf("append through a read-only file: %v, want ErrStorage", err)
+	}
+	// The failed write left bytes behind (as a short write can).
+	seg.log = rw
+	ro.Close()
+	if _, err := rw.WriteAt([]byte("torn tail"), seg.size.Load()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(makeBatch(t, 1, 10, 1, "after"), 0); !errors.Is(err, ErrStorage) {
+		t.Fatalf("append after a torn write: %v, want ErrStorage", err)
+	}
+	if err := l.MaybeRoll(time.Now().Add(1000 * time.Hour)); err != nil || l.NumSegments() != 1 {
+		t.Fatalf("roll after a torn write: %v, %d segments; want no roll", err, l.NumSegments())
+	}
+	if err := m.Close(); err == nil {
+		t.Fatal("Close reported no error for a log with a torn write")
+	}
+	if _, err := os.Stat(filepath.Join(dir, cleanShutdownFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("clean-shutdown marker written despite the torn write (stat: %v)", err)
+	}
+
+	m2, err := OpenManager(mc, quietLogger())
+	if err != nil {
+		t.Fatalf("reopen after the torn write: %v", err)
+	}
+	defer m2.Close()
+	l2 := m2.Get(tp)
+	if l2.LogEndOffset() != 1 || len(readAll(t, l2, 0)) != 1 {
+		t.Fatalf("reopened log ends at %d, want 1", l2.LogEndOffset())
+	}
+	mustAppend(t, l2, makeBatch(t, 1, 10, 1, "again"), 0)
 }

@@ -83,6 +83,11 @@ func (l *Log) MaybeRoll(now time.Time) error {
 	if l.closed {
 		return ErrClosed
 	}
+	if l.torn != nil {
+		// Sealing would put the torn tail below the recovery point. No
+		// error: the timer asks every second, and the tear was logged.
+		return nil
+	}
 	cfg := l.config()
 	act := l.active()
 	if act.size.Load() == 0 || act.firstAppend.IsZero() ||
