@@ -204,6 +204,7 @@ func (c *Coordinator) shutdownGroup(g *group, err *kerr.Error) {
 		g.rebalanceTimer.Stop()
 	}
 	g.rebalanceSeq++
+	c.stopPendingSync(g)
 	if g.consumer != nil {
 		for _, m := range g.consumer.members {
 			m.stopTimers()

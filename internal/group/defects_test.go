@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -88,4 +89,99 @@ func TestEmptyGroupIDForOffsetAPIsOnly(t *testing.T) {
 	if f := fetchOne(t, e, "", "t1", 2); f.Offset != -1 {
 		t.Fatalf("offset of the deleted group still fetched: %+v", f)
 	}
+}
+
+// joinTwo forms generation 1 of group "g" with members c1 (the leader)
+// and c2, both answered, neither synced yet. The env needs an initial
+// rebalance delay.
+func joinTwo(t *testing.T, e *env) (leader, follower string) {
+	t.Helper()
+	j1, j2 := e.joinAsync(joinReq("g", "", "c1")), e.joinAsync(joinReq("g", "", "c2"))
+	e.clock.Advance(3 * time.Second) // the delay, extended once for c2
+	r1, r2 := j1.done(t), j2.done(t)
+	wantKerr(t, r1.Err, nil)
+	wantKerr(t, r2.Err, nil)
+	if r1.Generation != 1 || r1.Leader != r1.MemberID {
+		t.Fatalf("join results %+v %+v", r1, r2)
+	}
+	return r1.MemberID, r2.MemberID
+}
+
+// heartbeatFor keeps the given members' sessions alive while d passes,
+// returning each member's last heartbeat error.
+func heartbeatFor(e *env, d time.Duration, gen int32, ids ...string) []error {
+	errs := make([]error, len(ids))
+	for passed := time.Duration(0); passed < d; passed += 2 * time.Second {
+		for i, id := range ids {
+			errs[i] = e.c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: id, Generation: gen})
+		}
+		e.clock.Advance(2 * time.Second)
+	}
+	for i, id := range ids {
+		errs[i] = e.c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: id, Generation: gen})
+	}
+	return errs
+}
+
+// A member that joined but never sends SyncGroup (while heartbeating) is
+// removed once the rebalance timeout passes after the join completed,
+// and the group rebalances without it, as Kafka's coordinator expires
+// pending syncs. Without this the group keeps a member that holds no
+// assignment, forever.
+func TestMemberThatNeverSyncsIsRemovedAfterRebalanceTimeout(t *testing.T) {
+	e := newEnv(t, time.Second)
+	leader, follower := joinTwo(t, e)
+	s := e.syncAsync(SyncRequest{Group: "g", MemberID: leader, Generation: 1,
+		Assignments: map[string][]byte{leader: []byte("a"), follower: []byte("b")}}).done(t)
+	wantKerr(t, s.Err, nil)
+
+	errs := heartbeatFor(e, rebalance-4*time.Second, 1, leader, follower)
+	wantErr(t, errs[0], nil)
+	wantErr(t, errs[1], nil)
+	errs = heartbeatFor(e, 6*time.Second, 1, leader, follower)
+	wantErr(t, errs[0], kerr.RebalanceInProgress)
+	wantErr(t, errs[1], kerr.UnknownMemberID)
+	d, _ := e.c.DescribeGroup("g")
+	if d.State != PreparingRebalance || len(d.Members) != 1 || d.Members[0].MemberID != leader {
+		t.Fatalf("after the sync timeout: %+v", d)
+	}
+	// The leader rejoins and the group carries on alone.
+	r := e.joinAsync(joinReq("g", leader, "c1")).done(t)
+	wantKerr(t, r.Err, nil)
+	if r.Generation != 2 || len(r.Members) != 1 {
+		t.Fatalf("rejoin %+v", r)
+	}
+}
+
+// A leader that never syncs holds its followers in SyncGroup; after the
+// rebalance timeout it is removed, the waiting followers are told to
+// rejoin, and one of them leads the next generation.
+func TestLeaderThatNeverSyncsIsRemoved(t *testing.T) {
+	e := newEnv(t, time.Second)
+	leader, follower := joinTwo(t, e)
+	ps := e.syncAsync(SyncRequest{Group: "g", MemberID: follower, Generation: 1})
+	heartbeatFor(e, rebalance-4*time.Second, 1, leader, follower)
+	ps.waiting(t)
+	errs := heartbeatFor(e, 6*time.Second, 1, leader, follower)
+	wantKerr(t, ps.done(t).Err, kerr.RebalanceInProgress)
+	wantErr(t, errs[0], kerr.UnknownMemberID)
+	wantErr(t, errs[1], kerr.RebalanceInProgress)
+	r := e.joinAsync(joinReq("g", follower, "c2")).done(t)
+	wantKerr(t, r.Err, nil)
+	if r.Generation != 2 || r.Leader != follower {
+		t.Fatalf("rejoin %+v", r)
+	}
+}
+
+// Members that all synced are not touched by the sync timeout.
+func TestSyncedMembersStay(t *testing.T) {
+	e := newEnv(t, time.Second)
+	leader, follower := joinTwo(t, e)
+	ps := e.syncAsync(SyncRequest{Group: "g", MemberID: follower, Generation: 1})
+	wantKerr(t, e.syncAsync(SyncRequest{Group: "g", MemberID: leader, Generation: 1,
+		Assignments: map[string][]byte{leader: []byte("a"), follower: []byte("b")}}).done(t).Err, nil)
+	wantKerr(t, ps.done(t).Err, nil)
+	errs := heartbeatFor(e, 3*rebalance, 1, leader, follower)
+	wantErr(t, errs[0], nil)
+	wantErr(t, errs[1], nil)
 }

@@ -253,6 +253,7 @@ func (c *Coordinator) prepareRebalance(g *group) {
 	if g.state == CompletingRebalance {
 		c.propagateAssignmentError(g, kerr.RebalanceInProgress)
 	}
+	c.stopPendingSync(g)
 	wasEmpty := g.state == Empty
 	g.transition(PreparingRebalance, c.clock.Now())
 	rt := g.maxRebalanceTimeout()
@@ -332,6 +333,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	}
 	g.protocol = g.selectProtocol()
 	g.transition(CompletingRebalance, now)
+	c.schedulePendingSync(g)
 	for _, id := range g.order {
 		m := g.members[id]
 		if m.joinCB == nil {

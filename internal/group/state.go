@@ -113,6 +113,13 @@ type group struct {
 	newMemberAdded   bool
 	initialRemaining time.Duration
 
+	// pendingSync are the members given a JoinGroup answer for the
+	// current generation that have not sent SyncGroup yet; syncTimer
+	// removes them when the rebalance timeout passes (see sync.go).
+	pendingSync map[string]bool
+	syncTimer   Timer
+	syncSeq     uint64
+
 	offsets map[tp]Offset
 
 	// consumer is set when the group uses the KIP-848 consumer protocol
@@ -125,6 +132,7 @@ func newGroup(id string, partition int32, now time.Time) *group {
 		id: id, partition: partition, state: Empty, stateTime: now,
 		members: map[string]*member{}, static: map[string]string{},
 		pending: map[string]Timer{}, offsets: map[tp]Offset{},
+		pendingSync: map[string]bool{},
 	}
 }
 
@@ -157,6 +165,7 @@ func (g *group) removeMember(id string) *member {
 	}
 	m.hbSeq++
 	delete(g.members, id)
+	delete(g.pendingSync, id)
 	for i, o := range g.order {
 		if o == id {
 			g.order = append(g.order[:i:i], g.order[i+1:]...)
@@ -188,6 +197,10 @@ func (g *group) replaceStaticMember(oldID, newID string) *member {
 		}
 	}
 	g.static[m.instanceID] = newID
+	if g.pendingSync[oldID] {
+		delete(g.pendingSync, oldID)
+		g.pendingSync[newID] = true
+	}
 	if g.leader == oldID {
 		g.leader = newID
 	}
@@ -324,6 +337,7 @@ func (g *group) metadataValue(now time.Time) *kmsg.GroupMetadataValue {
 func (g *group) clearMetadata(now time.Time) {
 	g.protocolType, g.protocol, g.generation, g.leader = "", "", 0, ""
 	g.members, g.order, g.static = map[string]*member{}, nil, map[string]string{}
+	g.pendingSync = map[string]bool{}
 	g.transition(Empty, now)
 }
 

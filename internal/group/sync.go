@@ -74,12 +74,14 @@ func (c *Coordinator) sync(req SyncRequest, cb func(SyncResult)) {
 	case PreparingRebalance:
 		fail(kerr.RebalanceInProgress)
 	case CompletingRebalance:
+		c.removePendingSync(g, m.id)
 		m.syncCB = cb
 		c.scheduleHeartbeat(g, m)
 		if m.id == g.leader {
 			c.completeSync(g, req.Assignments)
 		}
 	case Stable:
+		c.removePendingSync(g, m.id)
 		c.scheduleHeartbeat(g, m)
 		cb(SyncResult{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: m.assignment})
 	default:
@@ -111,6 +113,62 @@ func (c *Coordinator) completeSync(g *group, assignments map[string][]byte) {
 			cb(SyncResult{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: m.assignment})
 		}
 	}
+}
+
+// schedulePendingSync starts waiting for every member of the new
+// generation to sync. One that heartbeats but never syncs would otherwise
+// stay in the group with no assignment (or, as the leader, hold the
+// group in CompletingRebalance); Kafka removes such members when the
+// rebalance timeout passes.
+func (c *Coordinator) schedulePendingSync(g *group) {
+	c.stopPendingSync(g)
+	for _, id := range g.order {
+		g.pendingSync[id] = true
+	}
+	seq := g.syncSeq
+	g.syncTimer = c.clock.AfterFunc(g.maxRebalanceTimeout(), func() { c.onPendingSyncExpired(g, seq) })
+}
+
+// stopPendingSync forgets the pending syncs (the group is rebalancing
+// again, or going away).
+func (c *Coordinator) stopPendingSync(g *group) {
+	if g.syncTimer != nil {
+		g.syncTimer.Stop()
+		g.syncTimer = nil
+	}
+	g.syncSeq++
+	clear(g.pendingSync)
+}
+
+// removePendingSync records that member id synced.
+func (c *Coordinator) removePendingSync(g *group, id string) {
+	delete(g.pendingSync, id)
+	if len(g.pendingSync) == 0 {
+		c.stopPendingSync(g)
+	}
+}
+
+// onPendingSyncExpired removes the members that did not sync within the
+// rebalance timeout, and rebalances the group without them.
+func (c *Coordinator) onPendingSyncExpired(g *group, seq uint64) {
+	g.mu.Lock()
+	defer c.unlockMaybeForget(g)
+	if g.syncSeq != seq || (g.state != CompletingRebalance && g.state != Stable) || len(g.pendingSync) == 0 {
+		return
+	}
+	for _, id := range append([]string(nil), g.order...) {
+		if !g.pendingSync[id] {
+			continue
+		}
+		m := g.members[id]
+		c.log.Info("member removed from group", slog.String("group", g.id), slog.String("member", id), slog.String("reason", "no SyncGroup within the rebalance timeout"))
+		if m.joinCB != nil {
+			m.joinCB(JoinResult{Err: kerr.UnknownMemberID, MemberID: id, Generation: -1})
+			m.joinCB = nil
+		}
+		g.removeMember(id)
+	}
+	c.prepareRebalance(g)
 }
 
 // propagateAssignmentError answers every waiting SyncGroup with err and
