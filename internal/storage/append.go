@@ -175,10 +175,10 @@ func (l *Log) appendLocked(records []byte, refs []batchRef, cfg Config, now time
 		// Cut whatever part reached the file so the log stays a sequence
 		// of whole batches.
 		if terr := seg.log.Truncate(pos); terr != nil {
-			l.torn = fmt.Errorf("truncate %s to %d after a failed write: %w", seg.logPath, pos, terr)
-			l.logger.Error("truncating after failed write; log refuses writes until restarted", "file", seg.logPath, "pos", pos, "err", terr)
+			l.torn = fmt.Errorf("truncate %s to %d after a failed write: %w", seg.logPath(), pos, terr)
+			l.logger.Error("truncating after failed write; log refuses writes until restarted", "file", seg.logPath(), "pos", pos, "err", terr)
 		}
-		return fmt.Errorf("write %d bytes to %s at %d: %w: %w", len(records), seg.logPath, pos, ErrStorage, err)
+		return fmt.Errorf("write %d bytes to %s at %d: %w: %w", len(records), seg.logPath(), pos, ErrStorage, err)
 	}
 	for _, r := range refs {
 		seg.indexBatch(r.h, r.h.MaxTimestamp, pos+int64(r.start), cfg.IndexIntervalBytes)

@@ -275,7 +275,7 @@ func (l *Log) buildOffsetMap(ctx context.Context, p cleanPlan, m *offsetMap) (in
 			}
 			recs, err := recordbatch.Records(b)
 			if err != nil {
-				return fmt.Errorf("batch at offset %d of %s: %w", h.BaseOffset, s.logPath, err)
+				return fmt.Errorf("batch at offset %d of %s: %w", h.BaseOffset, s.logPath(), err)
 			}
 			keys = keys[:0]
 			for _, r := range recs {
@@ -320,28 +320,28 @@ func readBatches(s *segment, size int64, fn func(b []byte, h recordbatch.Header)
 	buf := make([]byte, min(size, 64<<10))
 	for pos := int64(0); pos < size; {
 		if size-pos < recordbatch.HeaderSize {
-			return fmt.Errorf("%s: torn batch at byte %d: %w", s.logPath, pos, recordbatch.ErrCorrupt)
+			return fmt.Errorf("%s: torn batch at byte %d: %w", s.logPath(), pos, recordbatch.ErrCorrupt)
 		}
 		if _, err := io.ReadFull(br, buf[:recordbatch.HeaderSize]); err != nil {
-			return fmt.Errorf("read %s at %d: %w", s.logPath, pos, err)
+			return fmt.Errorf("read %s at %d: %w", s.logPath(), pos, err)
 		}
 		h, err := recordbatch.ParseHeader(buf[:recordbatch.HeaderSize])
 		if err != nil {
-			return fmt.Errorf("%s at byte %d: %w", s.logPath, pos, err)
+			return fmt.Errorf("%s at byte %d: %w", s.logPath(), pos, err)
 		}
 		n := h.Size()
 		if pos+n > size {
-			return fmt.Errorf("%s: batch at byte %d runs past %d: %w", s.logPath, pos, size, recordbatch.ErrCorrupt)
+			return fmt.Errorf("%s: batch at byte %d runs past %d: %w", s.logPath(), pos, size, recordbatch.ErrCorrupt)
 		}
 		if int64(len(buf)) < n {
 			buf = append(buf[:recordbatch.HeaderSize], make([]byte, n-recordbatch.HeaderSize)...)
 		}
 		if _, err := io.ReadFull(br, buf[recordbatch.HeaderSize:n]); err != nil {
-			return fmt.Errorf("read %s at %d: %w", s.logPath, pos, err)
+			return fmt.Errorf("read %s at %d: %w", s.logPath(), pos, err)
 		}
 		b := buf[:n:n]
 		if err := recordbatch.CheckCRC(b); err != nil {
-			return fmt.Errorf("%s at byte %d: %w", s.logPath, pos, err)
+			return fmt.Errorf("%s at byte %d: %w", s.logPath(), pos, err)
 		}
 		if err := fn(b, h); err != nil {
 			if errors.Is(err, errStopScan) {
@@ -373,7 +373,7 @@ func lastBatches(segs []*segment, sizes []int64) (batchLasts, error) {
 			return true
 		})
 		if err != nil {
-			return lasts, fmt.Errorf("scan %s: %w", s.logPath, err)
+			return lasts, fmt.Errorf("scan %s: %w", s.logPath(), err)
 		}
 	}
 	return lasts, nil

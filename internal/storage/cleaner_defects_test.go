@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/weir-project/weir/internal/storage/recordbatch"
 )
 
 // TestCleanerAbortsAfterTruncateReappendRoll: a truncation that cuts a
@@ -61,5 +64,39 @@ func TestTruncateSyncsDirAfterRetiringSegments(t *testing.T) {
 	}
 	if !slices.Contains(durable, true) {
 		t.Fatalf("no directory fsync after renaming the cut segments (fsyncs: %v)", durable)
+	}
+}
+
+// TestSegmentPathReadWhileRenamed: readers and the cleaner name a
+// segment's file in their errors without the log's lock, while retention
+// renames it to *.deleted under the lock. Under -race this test fails if
+// the path is not safe to share.
+func TestSegmentPathReadWhileRenamed(t *testing.T) {
+	l := openLog(t, t.TempDir(), testConfig())
+	for i := range 2 {
+		mustAppend(t, l, makeBatch(t, 1, 10, t0.UnixMilli(), fmt.Sprint("b", i)), 0)
+		forceRoll(t, l)
+	}
+	s := l.segments()[0]
+	start := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		<-start
+		// One byte past the end: the read fails and names the file.
+		errc <- readBatches(s, s.size.Load()+1, func([]byte, recordbatch.Header) error { return nil })
+	}()
+	delc := make(chan error, 1)
+	go func() {
+		<-start
+		_, err := l.DeleteRecordsBefore(1)
+		delc <- err
+	}()
+	close(start)
+	err := <-errc
+	if derr := <-delc; derr != nil {
+		t.Fatal(derr)
+	}
+	if err == nil || !strings.Contains(err.Error(), segmentName(0, logSuffix)) {
+		t.Fatalf("read past the end: %v; want an error naming the segment", err)
 	}
 }

@@ -194,7 +194,7 @@ func (l *Log) deleteHorizon(p cleanPlan) int64 {
 			return true
 		})
 		if err != nil {
-			l.logger.Warn("reading delete horizons", "segment", s.logPath, "err", err)
+			l.logger.Warn("reading delete horizons", "segment", s.logPath(), "err", err)
 			return math.MaxInt64 // ask again next time
 		}
 	}

@@ -79,7 +79,7 @@ func (w *rewriter) cleanGroup(ctx context.Context, segs []*segment, sizes []int6
 				return fmt.Errorf("cleaned batch at offset %d: %w", h.BaseOffset, err)
 			}
 			if _, err := bw.Write(nb); err != nil {
-				return fmt.Errorf("write %s: %w", out.logPath, err)
+				return fmt.Errorf("write %s: %w", out.logPath(), err)
 			}
 			out.indexBatch(nh, nh.MaxTimestamp, pos, w.cfg.IndexIntervalBytes)
 			pos += int64(len(nb))
@@ -93,7 +93,7 @@ func (w *rewriter) cleanGroup(ctx context.Context, segs []*segment, sizes []int6
 		}
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w: %w", out.logPath, ErrStorage, err)
+		return fmt.Errorf("write %s: %w: %w", out.logPath(), ErrStorage, err)
 	}
 	out.size.Store(pos)
 	out.sealIndexes()
@@ -228,7 +228,8 @@ func createCleanedSegment(dir string, base int64, cfg Config) (*segment, error) 
 	if err != nil {
 		return nil, fmt.Errorf("create cleaned segment: %w: %w", ErrStorage, err)
 	}
-	s := &segment{base: base, logPath: paths[0], log: f, maxTs: -1, offOfMaxTs: base, maxTimeEntries: cfg.SegmentIndexBytes / 12}
+	s := &segment{base: base, log: f, maxTs: -1, offOfMaxTs: base, maxTimeEntries: cfg.SegmentIndexBytes / 12}
+	s.setLogPath(paths[0])
 	if s.offIdx, err = index.OpenOffsetIndex(paths[1], base, cfg.SegmentIndexBytes); err != nil {
 		f.Close()
 		os.Remove(paths[0])

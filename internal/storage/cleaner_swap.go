@@ -143,10 +143,10 @@ func (l *Log) swapIn(out *segment, group []*segment, sizes []int64, truncations 
 
 // renameLog renames a segment's .log file.
 func renameLog(s *segment, path string) error {
-	if err := os.Rename(s.logPath, path); err != nil {
-		return fmt.Errorf("rename %s: %w", s.logPath, err)
+	if err := os.Rename(s.logPath(), path); err != nil {
+		return fmt.Errorf("rename %s: %w", s.logPath(), err)
 	}
-	s.logPath = path
+	s.setLogPath(path)
 	return nil
 }
 
@@ -158,7 +158,7 @@ func retireIndexesFirst(s *segment) error {
 	if err := s.offIdx.Rename(s.offIdx.Path() + deletedSuffix); err != nil {
 		return fmt.Errorf("retire offset index of segment %d: %w", s.base, err)
 	}
-	return renameLog(s, s.logPath+deletedSuffix)
+	return renameLog(s, s.logPath()+deletedSuffix)
 }
 
 // recoverSwaps finishes or undoes cleaner swaps interrupted by a crash (see

@@ -70,7 +70,7 @@ func (l *Log) replayLocked(from int64) error {
 			return true
 		})
 		if err != nil {
-			return fmt.Errorf("replay %s into producer state: %w", filepath.Base(s.logPath), err)
+			return fmt.Errorf("replay %s into producer state: %w", filepath.Base(s.logPath()), err)
 		}
 	}
 	return nil

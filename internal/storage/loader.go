@@ -89,7 +89,7 @@ func (l *Log) load(recoveryPoint, logStart int64, clean bool) error {
 		for i := recoverFrom; i < len(segs); i++ {
 			res, err := segs[i].scan(upper(i), cfg.IndexIntervalBytes, true)
 			if err != nil {
-				return fail(fmt.Errorf("recover %s: %w", segs[i].logPath, err))
+				return fail(fmt.Errorf("recover %s: %w", segs[i].logPath(), err))
 			}
 			leo = res.next
 			if res.stop == nil {
@@ -186,13 +186,13 @@ func (l *Log) cleanDir() ([]int64, error) {
 func (l *Log) rebuildTrusted(s *segment, upper int64, cfg Config) (scanResult, error) {
 	res, err := s.scan(upper, cfg.IndexIntervalBytes, true)
 	if err != nil {
-		return res, fmt.Errorf("rebuild indexes of %s: %w", s.logPath, err)
+		return res, fmt.Errorf("rebuild indexes of %s: %w", s.logPath(), err)
 	}
 	if res.stop != nil {
 		return res, fmt.Errorf("segment %s below the recovery point is corrupt at byte %d (offset %d): %w: %w",
-			s.logPath, res.validEnd, res.next, res.stop, ErrStorage)
+			s.logPath(), res.validEnd, res.next, res.stop, ErrStorage)
 	}
-	l.logger.Info("rebuilt indexes", "file", s.logPath, "batches", res.batches)
+	l.logger.Info("rebuilt indexes", "file", s.logPath(), "batches", res.batches)
 	return res, nil
 }
 
@@ -221,7 +221,7 @@ func (l *Log) trustedTail(s *segment, cfg Config, rebuild bool) (int64, error) {
 			s.bytesSinceIndex = size - ipos
 			return next, nil
 		}
-		l.logger.Warn("tail of trusted segment does not parse from its index; rebuilding", "file", s.logPath, "at", pos)
+		l.logger.Warn("tail of trusted segment does not parse from its index; rebuilding", "file", s.logPath(), "at", pos)
 	}
 	res, err := l.rebuildTrusted(s, math.MaxInt64, cfg)
 	if err != nil {
@@ -236,15 +236,15 @@ func (l *Log) cutSegments(segs []*segment, i int, res scanResult) error {
 	s := segs[i]
 	size := s.size.Load()
 	l.logger.Warn("recovery truncated segment",
-		"file", s.logPath, "at_byte", res.validEnd, "bytes_cut", size-res.validEnd,
+		"file", s.logPath(), "at_byte", res.validEnd, "bytes_cut", size-res.validEnd,
 		"next_offset", res.next, "reason", res.stop)
 	if err := s.log.Truncate(res.validEnd); err != nil {
-		return fmt.Errorf("truncate %s to %d: %w", s.logPath, res.validEnd, err)
+		return fmt.Errorf("truncate %s to %d: %w", s.logPath(), res.validEnd, err)
 	}
 	s.size.Store(res.validEnd)
 	for _, later := range segs[i+1:] {
 		l.logger.Warn("recovery deleted segment after corruption",
-			"file", later.logPath, "bytes", later.size.Load(), "base_offset", later.base)
+			"file", later.logPath(), "bytes", later.size.Load(), "base_offset", later.base)
 		if err := later.closeAndRemove(); err != nil {
 			return err
 		}

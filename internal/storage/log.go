@@ -278,7 +278,7 @@ func (l *Log) syncFromRecoveryPointLocked(withActiveIndexes bool) error {
 		if i < last || withActiveIndexes {
 			err = segs[i].flush()
 		} else if serr := segs[i].log.Sync(); serr != nil {
-			err = fmt.Errorf("fsync %s: %w", segs[i].logPath, serr)
+			err = fmt.Errorf("fsync %s: %w", segs[i].logPath(), serr)
 		}
 		if err != nil {
 			return fmt.Errorf("flush %s: %w: %w", l.dir, ErrStorage, err)
@@ -303,10 +303,10 @@ func (l *Log) Close() error {
 	act := l.active()
 	act.sealIndexes()
 	if err := act.offIdx.Flush(); err != nil {
-		errs = append(errs, fmt.Errorf("flush offset index of %s: %w", act.logPath, err))
+		errs = append(errs, fmt.Errorf("flush offset index of %s: %w", act.logPath(), err))
 	}
 	if err := act.timeIdx.Flush(); err != nil {
-		errs = append(errs, fmt.Errorf("flush time index of %s: %w", act.logPath, err))
+		errs = append(errs, fmt.Errorf("flush time index of %s: %w", act.logPath(), err))
 	}
 	errs = append(errs, l.closeSegments())
 	if l.torn != nil {

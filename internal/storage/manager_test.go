@@ -314,7 +314,7 @@ func TestManagerTornWriteSkipsCleanShutdown(t *testing.T) {
 	// A read-only handle makes both the write and the truncation fail.
 	seg := l.active()
 	rw := seg.log
-	ro, err := os.Open(seg.logPath)
+	ro, err := os.Open(seg.logPath())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func (s *segment) read(offset int64, maxBytes int, limit int64) (ReadResult, boo
 		return true
 	})
 	if err != nil {
-		return ReadResult{}, false, fmt.Errorf("segment %s: %w", s.logPath, err)
+		return ReadResult{}, false, fmt.Errorf("segment %s: %w", s.logPath(), err)
 	}
 	return res, found, nil
 }
@@ -133,7 +133,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, found
 			return false
 		})
 		if serr != nil {
-			return 0, 0, false, fmt.Errorf("offset for timestamp %d in %s: %w", ts, s.logPath, serr)
+			return 0, 0, false, fmt.Errorf("offset for timestamp %d in %s: %w", ts, s.logPath(), serr)
 		}
 		if found {
 			if o, t, ok := s.recordAtOrAfter(offset, ts, lso); ok {

@@ -70,7 +70,7 @@ func (s *segment) retentionTimestamp() (int64, error) {
 	}
 	st, err := s.log.Stat()
 	if err != nil {
-		return 0, fmt.Errorf("stat %s: %w", s.logPath, err)
+		return 0, fmt.Errorf("stat %s: %w", s.logPath(), err)
 	}
 	return st.ModTime().UnixMilli(), nil
 }

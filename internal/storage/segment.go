@@ -49,8 +49,11 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 // index handles are safe for concurrent readers; fields marked "appender"
 // are touched only under Log.mu.
 type segment struct {
-	base    int64
-	logPath string // current path (changes when renamed to *.deleted)
+	base int64
+	// path is the .log's current path. Renames (to *.deleted, by the
+	// cleaner's swap) happen under Log.mu, but readers and the cleaner
+	// name the file in errors without it: hence atomic (logPath).
+	path    atomic.Pointer[string]
 	log     *os.File
 	offIdx  *index.OffsetIndex
 	timeIdx *index.TimeIndex
@@ -85,12 +88,12 @@ func openSegment(dir string, base int64, cfg Config) (seg *segment, needRebuild 
 	}
 	seg = &segment{
 		base:           base,
-		logPath:        logPath,
 		log:            f,
 		maxTs:          -1,
 		offOfMaxTs:     base,
 		maxTimeEntries: cfg.SegmentIndexBytes / 12,
 	}
+	seg.setLogPath(logPath)
 	seg.size.Store(st.Size())
 
 	idxPath := filepath.Join(dir, segmentName(base, indexSuffix))
@@ -144,6 +147,13 @@ func openSegment(dir string, base int64, cfg Config) (seg *segment, needRebuild 
 	}
 	return seg, needRebuild, nil
 }
+
+// logPath is the .log's current path.
+func (s *segment) logPath() string { return *s.path.Load() }
+
+// setLogPath records a new path of the .log (under Log.mu, or before the
+// segment is shared).
+func (s *segment) setLogPath(p string) { s.path.Store(&p) }
 
 // timestamps returns the segment's largest timestamp and its offset.
 func (s *segment) timestamps() (int64, int64) {
@@ -203,7 +213,7 @@ func (s *segment) sealIndexes() {
 // flush fsyncs the .log and writes and fsyncs both indexes.
 func (s *segment) flush() error {
 	if err := s.log.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", s.logPath, err)
+		return fmt.Errorf("fsync %s: %w", s.logPath(), err)
 	}
 	if err := s.offIdx.Flush(); err != nil {
 		return fmt.Errorf("flush offset index of segment %d: %w", s.base, err)
@@ -226,11 +236,11 @@ func (s *segment) close() error {
 // renameDeleted moves the segment's files to *.deleted. Open handles stay
 // valid, so readers in flight finish undisturbed.
 func (s *segment) renameDeleted() error {
-	newLog := s.logPath + deletedSuffix
-	if err := os.Rename(s.logPath, newLog); err != nil {
+	newLog := s.logPath() + deletedSuffix
+	if err := os.Rename(s.logPath(), newLog); err != nil {
 		return fmt.Errorf("rename segment %d for deletion: %w", s.base, err)
 	}
-	s.logPath = newLog
+	s.setLogPath(newLog)
 	if err := s.offIdx.Rename(s.offIdx.Path() + deletedSuffix); err != nil {
 		return fmt.Errorf("rename offset index %d for deletion: %w", s.base, err)
 	}
@@ -244,7 +254,7 @@ func (s *segment) renameDeleted() error {
 func (s *segment) closeAndRemove() error {
 	cerr := s.close()
 	var rerr error
-	for _, p := range []string{s.logPath, s.offIdx.Path(), s.timeIdx.Path()} {
+	for _, p := range []string{s.logPath(), s.offIdx.Path(), s.timeIdx.Path()} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			rerr = errors.Join(rerr, fmt.Errorf("remove %s: %w", p, err))
 		}

@@ -58,7 +58,7 @@ func (l *Log) truncateTo(offset int64) (lowered bool, err error) {
 		}
 		newEnd = end
 		if err := s.log.Truncate(cut); err != nil {
-			return false, fmt.Errorf("truncate %s to byte %d: %w: %w", s.logPath, cut, ErrStorage, err)
+			return false, fmt.Errorf("truncate %s to byte %d: %w: %w", s.logPath(), cut, ErrStorage, err)
 		}
 		s.size.Store(cut)
 		s.offIdx.TruncateTo(newEnd)
@@ -139,7 +139,7 @@ func (s *segment) batchStartAt(offset int64) (pos int64, base int64, err error) 
 		return true
 	})
 	if serr != nil {
-		return 0, 0, fmt.Errorf("segment %s: %w", s.logPath, serr)
+		return 0, 0, fmt.Errorf("segment %s: %w", s.logPath(), serr)
 	}
 	if base < 0 {
 		base = s.base
@@ -158,7 +158,7 @@ func (s *segment) restoreAppendState() error {
 		return true
 	})
 	if err != nil {
-		return fmt.Errorf("rescan %s: %w", s.logPath, err)
+		return fmt.Errorf("rescan %s: %w", s.logPath(), err)
 	}
 	s.bytesSinceIndex = end - ipos
 	return nil
