@@ -88,7 +88,9 @@ func (l offsetsLog) Append(ctx context.Context, p int32, recs []group.Record) er
 	}
 }
 
-// Replay reads the partition from its start to the high watermark.
+// Replay reads the partition from its start to the log end offset, as
+// Kafka's coordinator loads it: a new leader may hold records past a high
+// watermark that has not caught up with them yet.
 func (l offsetsLog) Replay(ctx context.Context, p int32, fn func(group.Record) error) error {
 	rp, err := l.partition(p)
 	if err != nil {
@@ -100,13 +102,13 @@ func (l offsetsLog) Replay(ctx context.Context, p int32, fn func(group.Record) e
 			return err
 		}
 		o := rp.Offsets()
-		if next >= o.HighWater {
+		if next >= o.LogEnd {
 			return nil
 		}
 		if next < o.LogStart {
 			next = o.LogStart // retention or compaction moved the start
 		}
-		r, err := rp.Log().Read(next, 1<<20, o.HighWater)
+		r, err := rp.Log().Read(next, 1<<20, o.LogEnd)
 		if errors.Is(err, storage.ErrOffsetOutOfRange) && next < rp.Offsets().LogStart {
 			continue
 		}

@@ -16,7 +16,7 @@ type Log interface {
 	// p and returns once they are committed (acks=-1) or failed.
 	Append(ctx context.Context, p int32, records []Record) error
 	// Replay calls fn for every record of partition p in offset order, up
-	// to the committed end of the log.
+	// to the end of the log (as Kafka's coordinator loads it).
 	Replay(ctx context.Context, p int32, fn func(Record) error) error
 }
 
