@@ -51,6 +51,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -200,10 +201,11 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 	if len(p.segs) == 0 {
 		return stats, nil
 	}
+	callStage(opts.stage, stagePlanned)
 	m := newOffsetMap(opts.DedupeBufferBytes)
 	end, err := l.buildOffsetMap(ctx, p, m)
 	if err != nil {
-		return stats, l.cleanErr(err)
+		return stats, l.cleanErr(err, truncations)
 	}
 	stats.End = end
 	var rewrite []*segment
@@ -217,7 +219,7 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 	}
 	lasts, err := lastBatches(rewrite, sizes)
 	if err != nil {
-		return stats, l.cleanErr(err)
+		return stats, l.cleanErr(err, truncations)
 	}
 	w := rewriter{l: l, cfg: cfg, m: m, end: end, now: opts.Now.UnixMilli(), lasts: lasts, stats: &stats, horizon: math.MaxInt64, truncations: truncations}
 	for _, g := range groupSegments(rewrite, sizes, p.uppers, cfg) {
@@ -225,7 +227,7 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 			return stats, err
 		}
 		if err := w.cleanGroup(ctx, rewrite, sizes, g, opts.stage); err != nil {
-			return stats, l.cleanErr(err)
+			return stats, l.cleanErr(err, truncations)
 		}
 	}
 	l.clean.point.Store(max(end, l.clean.point.Load()))
@@ -240,13 +242,20 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 }
 
 // cleanErr reports a failure of a log that closed meanwhile as ErrClosed:
-// its files were closed under the cleaner's reads.
-func (l *Log) cleanErr(err error) error {
+// its files were closed under the cleaner's reads. A failure caused by
+// the log changing under the pass is errCleanAborted, which does not
+// bench the log: with file.delete.delay.ms=0, retention and DeleteRecords
+// close the segments they remove at once (os.ErrClosed), and a
+// truncation can shorten a segment below its planned size.
+func (l *Log) cleanErr(err error, truncations int64) error {
 	l.mu.Lock()
 	closed := l.closed
 	l.mu.Unlock()
 	if closed {
 		return fmt.Errorf("clean %s: %w", l.dir, ErrClosed)
+	}
+	if errors.Is(err, os.ErrClosed) || l.clean.truncations.Load() != truncations {
+		return fmt.Errorf("clean %s: %w: %w", l.dir, errCleanAborted, err)
 	}
 	return fmt.Errorf("clean %s: %w", l.dir, err)
 }

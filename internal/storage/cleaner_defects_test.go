@@ -100,3 +100,31 @@ func TestSegmentPathReadWhileRenamed(t *testing.T) {
 		t.Fatalf("read past the end: %v; want an error naming the segment", err)
 	}
 }
+
+// TestCleanerAbortsWhenRetentionClosesItsSegment: with
+// file.delete.delay.ms=0, DeleteRecords (or retention) closes a segment
+// the pass is about to read. That is the log changing under the pass, an
+// abort, not a failure that benches the log for ten backoffs.
+func TestCleanerAbortsWhenRetentionClosesItsSegment(t *testing.T) {
+	cfg := compactConfig()
+	cfg.FileDeleteDelayMs = 0
+	l := openLog(t, t.TempDir(), cfg)
+	for range 3 {
+		mustAppend(t, l, keyedBatch(t, batchOpts{ts: t0.UnixMilli()}, kv{key: "k", value: "v"}), 0)
+		forceRoll(t, l)
+	}
+	_, err := l.Clean(context.Background(), CleanOptions{Now: t0, stage: func(name string) {
+		if name == stagePlanned {
+			if _, err := l.DeleteRecordsBefore(2); err != nil {
+				t.Error(err)
+			}
+		}
+	}})
+	if !errors.Is(err, errCleanAborted) {
+		t.Fatalf("Clean: %v; want an abort", err)
+	}
+	cleanAt(t, l, t0)
+	if recs, _ := allRecords(t, l); len(recs) != 1 || recs[0].offset != 2 {
+		t.Fatalf("records %+v", recs)
+	}
+}

@@ -43,6 +43,7 @@ const swapSuffix = ".swap"
 
 // Swap stages, named for crash tests (CleanOptions.stage).
 const (
+	stagePlanned   = "planned"    // pass planned, no segment read yet (Clean)
 	stageCleaned   = "cleaned"    // new segment fsynced as *.cleaned
 	stageSwap      = "swap"       // renamed *.swap
 	stageOldPartly = "old-partly" // first old segment renamed *.deleted
