@@ -57,11 +57,20 @@ func (m *rawMember) request(epoch int32) *kmsg.ConsumerGroupHeartbeatRequest {
 }
 
 func (m *rawMember) join(topics ...string) *kmsg.ConsumerGroupHeartbeatResponse {
-	req := m.request(0)
-	req.RebalanceTimeoutMillis = 20000
-	req.SubscribedTopicNames = topics
-	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-	return m.send(req)
+	// The first request to a group may find its coordinator still loading
+	// __consumer_offsets (just created): real clients retry, so do we.
+	deadline := time.Now().Add(opTimeout)
+	for {
+		req := m.request(0)
+		req.RebalanceTimeoutMillis = 20000
+		req.SubscribedTopicNames = topics
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		resp := m.send(req)
+		if resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code || time.Now().After(deadline) {
+			return resp
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // beat is a full heartbeat: it reports every owned partition.
