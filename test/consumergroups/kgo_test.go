@@ -16,7 +16,8 @@ import (
 
 // member is one franz-go consumer using the KIP-848 consumer protocol
 // (kgo.ServerSideBalancer). It commits after each poll while holding off
-// rebalances, so no record is read twice when partitions move.
+// rebalances, and finishes that commit before it stops, so no record is
+// read twice when partitions move.
 type member struct {
 	name   string
 	cl     *kgo.Client
@@ -68,7 +69,14 @@ func (m *member) run(ctx context.Context) {
 		})
 		fs.EachRecord(func(r *kgo.Record) { m.read[string(r.Value)]++ })
 		m.mu.Unlock()
-		if err := m.cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
+		// The commit must not be cut short by close: a record counted
+		// here but left uncommitted is read again by the partition's
+		// next owner, which is the at-least-once redelivery Kafka makes
+		// too, not a broker fault. So it gets a context of its own.
+		cctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		err := m.cl.CommitUncommittedOffsets(cctx)
+		cancel()
+		if err != nil {
 			m.mu.Lock()
 			m.errs = append(m.errs, fmt.Errorf("commit: %w", err))
 			m.mu.Unlock()
@@ -77,7 +85,8 @@ func (m *member) run(ctx context.Context) {
 	}
 }
 
-// close stops polling and leaves the group (a heartbeat with epoch -1).
+// close stops polling, waits for the last commit, and leaves the group
+// (a heartbeat with epoch -1).
 func (m *member) close() {
 	select {
 	case <-m.done:
