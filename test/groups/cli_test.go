@@ -112,7 +112,7 @@ func TestGroupCommands(t *testing.T) {
 	m := startMember(t, b, "cli-member", g, topic, kgo.RangeBalancer())
 	waitStable(t, adm, g, topic, 2, 1)
 	harness.WaitFor(t, 60*time.Second, "the member to catch up", func() bool {
-		got, _ := m.snapshot()
+		got, _ := m.Snapshot()
 		return len(got) == 27
 	})
 	harness.WaitFor(t, 60*time.Second, "describe to show the live member with no lag", func() bool {
@@ -132,7 +132,7 @@ func TestGroupCommands(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "active members") {
 		t.Errorf("reset of a live group: %v\n%s", err, out)
 	}
-	m.close()
+	m.Close()
 	out = weir(t, b, "group", "delete", "--group", g)
 	if !strings.Contains(out, "Deleted group "+g) {
 		t.Errorf("delete:\n%s", out)

@@ -1,10 +1,8 @@
 package groups
 
 import (
-	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,140 +11,24 @@ import (
 	"github.com/weir-project/weir/test/harness"
 )
 
-// member is one franz-go group consumer that records what it read. It
-// commits after each poll while holding off rebalances, so no record is
-// read twice across a rebalance caused by a member leaving.
-type member struct {
-	name   string
-	cl     *kgo.Client
-	cancel context.CancelFunc
-	done   chan struct{}
-
-	mu   sync.Mutex
-	read map[string]int // value -> times read
-	errs []error
-}
+// member is one franz-go group consumer (see harness.GroupMember).
+type member = harness.GroupMember
 
 func startMember(t *testing.T, b *harness.Broker, name, groupID, topic string, balancer kgo.GroupBalancer, extra ...kgo.Opt) *member {
 	t.Helper()
-	opts := append([]kgo.Opt{
+	return harness.StartGroupMember(t, name, append([]kgo.Opt{
 		kgo.SeedBrokers(b.Addr),
-		kgo.ClientID(name),
 		kgo.ConsumerGroup(groupID),
 		kgo.ConsumeTopics(topic),
 		kgo.Balancers(balancer),
 		kgo.SessionTimeout(sessionMs * time.Millisecond),
 		kgo.HeartbeatInterval(500 * time.Millisecond),
-		kgo.DisableAutoCommit(),
-		kgo.BlockRebalanceOnPoll(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(200 * time.Millisecond),
-		kgo.RetryTimeout(30 * time.Second),
-	}, extra...)
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &member{name: name, cl: cl, cancel: cancel, done: make(chan struct{}), read: map[string]int{}}
-	go m.run(ctx)
-	t.Cleanup(m.close)
-	return m
+	}, extra...)...)
 }
 
-func (m *member) run(ctx context.Context) {
-	defer close(m.done)
-	for ctx.Err() == nil {
-		fs := m.cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			m.cl.AllowRebalance()
-			return
-		}
-		m.mu.Lock()
-		fs.EachError(func(topic string, p int32, err error) {
-			m.errs = append(m.errs, fmt.Errorf("%s/%d: %w", topic, p, err))
-		})
-		fs.EachRecord(func(r *kgo.Record) { m.read[string(r.Value)]++ })
-		m.mu.Unlock()
-		if err := m.cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
-			m.mu.Lock()
-			m.errs = append(m.errs, fmt.Errorf("commit: %w", err))
-			m.mu.Unlock()
-		}
-		m.cl.AllowRebalance()
-	}
-}
-
-// close stops polling and leaves the group (franz-go's Close sends
-// LeaveGroup after committing nothing further).
-func (m *member) close() {
-	select {
-	case <-m.done:
-		return
-	default:
-	}
-	m.cancel()
-	<-m.done
-	m.cl.Close()
-}
-
-func (m *member) snapshot() (map[string]int, []error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make(map[string]int, len(m.read))
-	for k, v := range m.read {
-		out[k] = v
-	}
-	return out, append([]error(nil), m.errs...)
-}
-
-// waitAllRead waits until the members together read every value, then
-// checks each was read exactly once and by at most one member.
 func waitAllRead(t *testing.T, members []*member, values []string) map[string]string {
 	t.Helper()
-	want := map[string]bool{}
-	for _, v := range values {
-		want[v] = true
-	}
-	var readers map[string]string
-	harness.WaitFor(t, 90*time.Second, fmt.Sprintf("%d records read by the group", len(values)), func() bool {
-		readers = map[string]string{}
-		for _, m := range members {
-			got, _ := m.snapshot()
-			for v := range got {
-				if want[v] {
-					readers[v] = m.name
-				}
-			}
-		}
-		return len(readers) == len(want)
-	})
-	for _, m := range members {
-		got, errs := m.snapshot()
-		for v, n := range got {
-			if want[v] && n != 1 {
-				t.Errorf("%s read %s %d times", m.name, v, n)
-			}
-		}
-		for _, err := range errs {
-			t.Logf("%s: %v", m.name, err)
-		}
-	}
-	// No value was read by two members either.
-	seen := map[string]string{}
-	for _, m := range members {
-		got, _ := m.snapshot()
-		for v := range got {
-			if !want[v] {
-				continue
-			}
-			if other, dup := seen[v]; dup {
-				t.Errorf("%s read by %s and %s", v, other, m.name)
-			}
-			seen[v] = m.name
-		}
-	}
-	return readers
+	return harness.WaitAllRead(t, members, values)
 }
 
 // TestKgoGroupShareAndTakeOver runs three franz-go members with each
@@ -187,19 +69,19 @@ func TestKgoGroupShareAndTakeOver(t *testing.T) {
 			}
 
 			// One member leaves: the other two take over its partitions.
-			ms[0].close()
+			ms[0].Close()
 			waitStable(t, adm, groupID, topic, partitions, 2)
 			second := produce(t, b, topic, "b", 300)
 			// All three (the closed one's reads count) read each record once.
 			readers = waitAllRead(t, ms, append(first, second...))
 			for _, v := range second {
-				if readers[v] == ms[0].name {
+				if readers[v] == ms[0].Name() {
 					t.Errorf("%s read by the member that left", v)
 				}
 			}
 
 			for _, m := range ms[1:] {
-				m.close()
+				m.Close()
 			}
 			offs := committed(t, adm, groupID, topic)
 			var total int64
@@ -214,7 +96,7 @@ func TestKgoGroupShareAndTakeOver(t *testing.T) {
 			third := produce(t, b, topic, "c", 60)
 			fresh := startMember(t, b, tc.name+"-fresh", groupID, topic, tc.balancer)
 			waitAllRead(t, []*member{fresh}, third)
-			got, _ := fresh.snapshot()
+			got, _ := fresh.Snapshot()
 			var stale []string
 			for v := range got {
 				if v[0] != 'c' {

@@ -48,7 +48,7 @@ func TestBrokerKilledKeepsGroupsAndOffsets(t *testing.T) {
 		t.Fatalf("simple commit: %v", err)
 	}
 	before := committed(t, adm, "dg", topic)
-	m.close()
+	m.Close()
 
 	b.Kill()
 	b.Restart()
