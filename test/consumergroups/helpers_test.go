@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,34 +51,10 @@ func createTopic(t *testing.T, adm *kadm.Client, topic string, partitions int32)
 	}
 }
 
-// produce writes n records "<prefix>-<i>" round-robin over the topic's
-// partitions and waits for all acks.
+// produce writes n records "<prefix>-<i>" round-robin and waits for acks.
 func produce(t *testing.T, b *harness.Broker, topic, prefix string, n int) []string {
 	t.Helper()
-	cl := b.Client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0))
-	defer cl.Close()
-	ctx := harness.Ctx(t, opTimeout)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	values := make([]string, n)
-	for i := range n {
-		values[i] = fmt.Sprintf("%s-%05d", prefix, i)
-		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(values[i])}, func(_ *kgo.Record, err error) {
-			defer wg.Done()
-			if err != nil {
-				mu.Lock()
-				firstErr = err
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		t.Fatalf("produce: %v", firstErr)
-	}
-	return values
+	return harness.ProduceValues(t, b, topic, prefix, n)
 }
 
 // describeCG is the group as ConsumerGroupDescribe reports it.

@@ -148,3 +148,36 @@ func WaitAllRead(t testing.TB, members []*GroupMember, values []string) map[stri
 	}
 	return readers
 }
+
+// ProduceValues writes n records "<prefix>-<i>" (i zero-padded to 5
+// digits) round-robin over the topic's partitions, waits for every ack
+// and returns the values in order.
+func ProduceValues(t testing.TB, b *Broker, topic, prefix string, n int) []string {
+	t.Helper()
+	cl := b.Client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0))
+	defer cl.Close()
+	ctx := Ctx(t, 60*time.Second)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	values := make([]string, n)
+	for i := range n {
+		values[i] = fmt.Sprintf("%s-%05d", prefix, i)
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(values[i])}, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				mu.Lock()
+				firstErr = err
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatalf("produce to %s: %v", topic, firstErr)
+	}
+	return values
+}
