@@ -1,9 +1,6 @@
 package consumergroups
 
 import (
-	"bytes"
-	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -17,16 +14,7 @@ import (
 // weir runs the weir binary's client commands against b; stdout.
 func weir(t *testing.T, b *harness.Broker, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	args = append(args, "--bootstrap-server", b.Addr)
-	cmd := exec.CommandContext(ctx, harness.Bin(), args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("weir %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String()
+	return harness.RunCLI(t, b, args...)
 }
 
 // TestWeirGroupDescribesConsumerGroups: weir group list and describe show

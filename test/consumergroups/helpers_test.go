@@ -110,16 +110,5 @@ func waitStable(t *testing.T, cl *kgo.Client, g, topic string, partitions int32,
 // committed is the group's committed offsets of topic, by partition.
 func committed(t *testing.T, adm *kadm.Client, g, topic string) map[int32]int64 {
 	t.Helper()
-	resp, err := adm.FetchOffsets(harness.Ctx(t, opTimeout), g)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatalf("fetch offsets of %s: %v", g, err)
-	}
-	out := map[int32]int64{}
-	for p, o := range resp[topic] {
-		out[p] = o.At
-	}
-	return out
+	return harness.Committed(t, adm, g, topic)
 }
