@@ -150,10 +150,18 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	if err := l.appendLocked(records, refs, cfg, now); err != nil {
 		return AppendInfo{}, err
 	}
+	// A follower's epoch cache is its only record of where the leader's
+	// epochs began, which truncation after a failover depends on: a
+	// failure to persist it is an error the fetcher backs off on (the
+	// cache retries the write at the next append), not a log line.
+	var epochErr error
 	for _, r := range refs {
 		if err := l.epochs.Assign(r.h.PartitionLeaderEpoch, r.h.BaseOffset); err != nil {
-			l.logger.Warn("persisting leader epoch", "epoch", r.h.PartitionLeaderEpoch, "offset", r.h.BaseOffset, "err", err)
+			epochErr = fmt.Errorf("appended to %s but %w: %w", l.dir, err, ErrStorage)
 		}
+	}
+	if epochErr != nil {
+		return info, epochErr
 	}
 	info.LogStartOffset = l.logStart.Load()
 	return info, l.afterAppendLocked(info.NumRecords, cfg, now)

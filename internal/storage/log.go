@@ -128,6 +128,10 @@ type Log struct {
 	logStart      atomic.Int64
 	logEnd        atomic.Int64
 	recoveryPoint atomic.Int64
+	// highWatermark is the replica's high watermark as the replica layer
+	// last set it: the manager writes it to replication-offset-checkpoint
+	// and loads it back at start. Storage never interprets it.
+	highWatermark atomic.Int64
 
 	delMu   sync.Mutex
 	pending map[*segment]*time.Timer // segments renamed *.deleted, awaiting removal
@@ -219,8 +223,16 @@ func floorSegment(segs []*segment, offset int64) int {
 func (l *Log) LogStartOffset() int64 { return l.logStart.Load() }
 func (l *Log) LogEndOffset() int64   { return l.logEnd.Load() }
 func (l *Log) RecoveryPoint() int64  { return l.recoveryPoint.Load() }
-func (l *Log) Dir() string           { return l.dir }
-func (l *Log) NumSegments() int      { return len(l.segments()) }
+
+// HighWatermark is the high watermark last set (or loaded from the
+// replication-offset-checkpoint at start; 0 if none).
+func (l *Log) HighWatermark() int64 { return l.highWatermark.Load() }
+
+// SetHighWatermark records the replica's high watermark for the next
+// replication-offset-checkpoint.
+func (l *Log) SetHighWatermark(hw int64) { l.highWatermark.Store(hw) }
+func (l *Log) Dir() string               { return l.dir }
+func (l *Log) NumSegments() int          { return len(l.segments()) }
 
 // Size is the total bytes of the log's segments.
 func (l *Log) Size() int64 {

@@ -22,6 +22,7 @@ const (
 	cleanShutdownFile = ".kafka_cleanshutdown"
 	recoveryPointFile = "recovery-point-offset-checkpoint"
 	logStartFile      = "log-start-offset-checkpoint"
+	hwFile            = "replication-offset-checkpoint"
 )
 
 // TopicPartition names a partition; its directory is "<topic>-<partition>".
@@ -56,6 +57,9 @@ type ManagerConfig struct {
 	RetentionCheckIntervalMs int64    // log.retention.check.interval.ms (300000)
 	FlushSchedulerIntervalMs int64    // how often FlushIntervalMs is checked (Kafka: log.flush.scheduler.interval.ms)
 	CheckpointIntervalMs     int64    // log.flush.offset.checkpoint.interval.ms (60000)
+	// HWCheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms
+	// (5000): how often replication-offset-checkpoint is written.
+	HWCheckpointIntervalMs int64
 
 	// Log cleaner (cleaner_manager.go), for logs whose Config.Compact is set.
 	DisableCleaner          bool  // log.cleaner.enable=false (the zero value keeps Kafka's default: on)
@@ -104,7 +108,7 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 		tp            TopicPartition
 		dir           int
 		path          string
-		rp, lso       int64
+		rp, lso, hw   int64
 		cleaned       int64
 		cleanShutdown bool
 	}
@@ -119,6 +123,7 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 		clean := err == nil
 		rps := m.readCheckpoint(filepath.Join(dir, recoveryPointFile))
 		lsos := m.readCheckpoint(filepath.Join(dir, logStartFile))
+		hws := m.readCheckpoint(filepath.Join(dir, hwFile))
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return nil, fmt.Errorf("list log dir %s: %w", dir, err)
@@ -145,7 +150,7 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 			}
 			found[tp] = p
 			key := checkpoint.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
-			jobs = append(jobs, job{tp: tp, dir: i, path: p, rp: rps[key], lso: lsos[key], cleaned: cleanerPoints[i][key], cleanShutdown: clean})
+			jobs = append(jobs, job{tp: tp, dir: i, path: p, rp: rps[key], lso: lsos[key], hw: hws[key], cleaned: cleanerPoints[i][key], cleanShutdown: clean})
 		}
 	}
 
@@ -168,6 +173,7 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 				return
 			}
 			l.setCleanerCheckpoint(j.cleaned)
+			l.SetHighWatermark(min(j.hw, l.LogEndOffset()))
 			l.onStartLowered = m.checkpointAfterTruncation
 			m.logs[j.tp] = managedLog{log: l, dir: j.dir}
 		}()
@@ -309,13 +315,40 @@ func (m *Manager) Checkpoint() error {
 		lsos[ml.dir][key] = ml.log.LogStartOffset()
 	}
 	m.mu.RUnlock()
-	errs := []error{m.writeCleanerCheckpointsLocked()}
+	errs := []error{m.writeCleanerCheckpointsLocked(), m.writeHighWatermarksLocked()}
 	for i, dir := range m.cfg.Dirs {
 		if err := checkpoint.WriteOffsets(filepath.Join(dir, recoveryPointFile), rps[i]); err != nil {
 			errs = append(errs, fmt.Errorf("write recovery points in %s: %w", dir, err))
 		}
 		if err := checkpoint.WriteOffsets(filepath.Join(dir, logStartFile), lsos[i]); err != nil {
 			errs = append(errs, fmt.Errorf("write log start offsets in %s: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CheckpointHighWatermarks writes replication-offset-checkpoint in every
+// log dir: each log's high watermark as the replica layer last set it.
+func (m *Manager) CheckpointHighWatermarks() error {
+	m.ckMu.Lock()
+	defer m.ckMu.Unlock()
+	return m.writeHighWatermarksLocked()
+}
+
+func (m *Manager) writeHighWatermarksLocked() error {
+	hws := make([]map[checkpoint.TopicPartition]int64, len(m.cfg.Dirs))
+	for i := range hws {
+		hws[i] = make(map[checkpoint.TopicPartition]int64)
+	}
+	m.mu.RLock()
+	for tp, ml := range m.logs {
+		hws[ml.dir][checkpoint.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}] = ml.log.HighWatermark()
+	}
+	m.mu.RUnlock()
+	var errs []error
+	for i, dir := range m.cfg.Dirs {
+		if err := checkpoint.WriteOffsets(filepath.Join(dir, hwFile), hws[i]); err != nil {
+			errs = append(errs, fmt.Errorf("write high watermarks in %s: %w", dir, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -385,6 +418,8 @@ func (m *Manager) Run(ctx context.Context) {
 	defer flush.Stop()
 	ckpt := time.NewTicker(interval(m.cfg.CheckpointIntervalMs, 60000))
 	defer ckpt.Stop()
+	hwCkpt := time.NewTicker(interval(m.cfg.HWCheckpointIntervalMs, 5000))
+	defer hwCkpt.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -407,6 +442,10 @@ func (m *Manager) Run(ctx context.Context) {
 		case <-ckpt.C:
 			if err := m.Checkpoint(); err != nil {
 				m.logger.Error("checkpoint", "err", err)
+			}
+		case <-hwCkpt.C:
+			if err := m.CheckpointHighWatermarks(); err != nil {
+				m.logger.Error("high watermark checkpoint", "err", err)
 			}
 		}
 	}

@@ -103,6 +103,46 @@ func (l *Log) truncateTo(offset int64) (lowered bool, err error) {
 	return false, errors.Join(syncErr, l.resetHookLocked(newEnd))
 }
 
+// TruncateFullyAndStartAt empties the log and restarts it at offset, which
+// may lie past the log end (replication: a follower behind the leader's
+// log start). The leader epoch history goes with the data.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("truncate %s fully: negative offset %d", l.dir, offset)
+	}
+	lowered, err := l.truncateFullyAndStartAt(offset)
+	if lowered && l.onStartLowered != nil {
+		l.onStartLowered()
+	}
+	return err
+}
+
+func (l *Log) truncateFullyAndStartAt(offset int64) (lowered bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false, ErrClosed
+	}
+	defer l.clean.truncations.Add(1)
+	start := l.logStart.Load()
+	if err := l.truncateFullyLocked(offset, l.config()); err != nil {
+		return false, err
+	}
+	var syncErr error
+	if err := l.fsyncDir(l.dir); err != nil {
+		syncErr = fmt.Errorf("truncate %s fully at %d: %w: %w", l.dir, offset, ErrStorage, err)
+	}
+	l.recoveryPoint.Store(offset)
+	l.clean.point.Store(offset)
+	if l.highWatermark.Load() > offset {
+		l.highWatermark.Store(offset)
+	}
+	if err := l.epochs.TruncateFromEnd(0); err != nil {
+		return offset < start, errors.Join(syncErr, fmt.Errorf("clear leader epochs of %s: %w", l.dir, err))
+	}
+	return offset < start, errors.Join(syncErr, l.resetHookLocked(offset))
+}
+
 // truncateFullyLocked replaces every segment by an empty one at offset.
 func (l *Log) truncateFullyLocked(offset int64, cfg Config) error {
 	old := l.segments()

@@ -22,6 +22,10 @@ type Cache struct {
 	path string
 	// entries has strictly increasing epochs and start offsets.
 	entries []checkpoint.EpochEntry
+	// dirty: the last persist failed, so the file lags the entries. The
+	// next Assign retries even if it changes nothing: for a follower the
+	// file is its only epoch history across a restart.
+	dirty bool
 }
 
 // Open loads path (missing = empty). Entries are replayed through Assign's
@@ -50,7 +54,7 @@ func (c *Cache) Assign(epoch int32, startOffset int64) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.assign(checkpoint.EpochEntry{Epoch: epoch, StartOffset: startOffset}) {
+	if !c.assign(checkpoint.EpochEntry{Epoch: epoch, StartOffset: startOffset}) && !c.dirty {
 		return nil
 	}
 	return c.persist()
@@ -175,7 +179,9 @@ func (c *Cache) Path() string {
 // persist writes the entries; the caller holds the write lock.
 func (c *Cache) persist() error {
 	if err := checkpoint.WriteEpochs(c.path, c.entries); err != nil {
+		c.dirty = true
 		return fmt.Errorf("persist leader epoch cache: %w", err)
 	}
+	c.dirty = false
 	return nil
 }

@@ -273,3 +273,36 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	checkEntries(t, c, path, c.Entries())
 }
+
+// TestAssignRetriesFailedPersist: a failed write of the checkpoint leaves
+// the cache dirty, and the next Assign writes it even when it changes
+// nothing, so the file does not lag the cache until the next epoch.
+func TestAssignRetriesFailedPersist(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "leader-epoch-checkpoint")
+	c, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A (non-empty) directory where the temp file would go makes the
+	// write fail.
+	if err := os.MkdirAll(filepath.Join(path+".tmp", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Assign(3, 10); err == nil {
+		t.Fatal("assign with an unwritable checkpoint succeeded")
+	}
+	if err := os.RemoveAll(path + ".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Assign(3, 12); err != nil { // no change, but dirty
+		t.Fatal(err)
+	}
+	re, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, start, ok := re.Latest(); !ok || e != 3 || start != 10 {
+		t.Fatalf("reloaded %d@%d (%v), want 3@10", e, start, ok)
+	}
+}

@@ -1,0 +1,79 @@
+package storage
+
+import (
+	"testing"
+
+	"github.com/weir-project/weir/internal/storage/recordbatch"
+)
+
+// TestTruncateFullyAndStartAtPastEnd: a follower whose log ends before
+// the leader's log start restarts empty at the leader's start; the epoch
+// history goes with the data, and the log takes appends from there.
+func TestTruncateFullyAndStartAtPastEnd(t *testing.T) {
+	l := openLog(t, t.TempDir(), testConfig())
+	for range 3 {
+		mustAppend(t, l, makeBatch(t, 2, 10, 1, "old"), 4)
+	}
+	l.SetHighWatermark(6)
+	if err := l.TruncateFullyAndStartAt(100); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 100 || l.LogEndOffset() != 100 || l.RecoveryPoint() != 100 {
+		t.Fatalf("after full truncation: start %d end %d recovery %d, want 100", l.LogStartOffset(), l.LogEndOffset(), l.RecoveryPoint())
+	}
+	if _, _, ok := l.LeaderEpochs().Latest(); ok {
+		t.Fatalf("epoch history kept after full truncation: %v", l.LeaderEpochs().Entries())
+	}
+	b := makeBatch(t, 1, 10, 1, "new")
+	// The leader's batch at offset 100, epoch 7.
+	recordbatch.SetBaseOffset(b, 100)
+	recordbatch.SetPartitionLeaderEpoch(b, 7)
+	if _, err := l.AppendAsFollower(b); err != nil {
+		t.Fatal(err)
+	}
+	if e, start, ok := l.LeaderEpochs().Latest(); !ok || e != 7 || start != 100 {
+		t.Fatalf("epoch after follower append %d@%d (%v), want 7@100", e, start, ok)
+	}
+	if got := readAll(t, l, 100); len(got) != 1 || got[0].base != 100 {
+		t.Fatalf("read back %v", got)
+	}
+}
+
+// TestHighWatermarkCheckpointRoundTrip: the high watermark the replica
+// layer sets is written to replication-offset-checkpoint and loaded back,
+// clamped to the log end, at the next start.
+func TestHighWatermarkCheckpointRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	mc := ManagerConfig{Dirs: []string{dir}, Defaults: cfg}
+	m, err := OpenManager(mc, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := m.GetOrCreate(TopicPartition{"a", 0}, cfg)
+	b, _ := m.GetOrCreate(TopicPartition{"b", 3}, cfg)
+	for range 5 {
+		mustAppend(t, a, makeBatch(t, 1, 10, 1, "x"), 0)
+		mustAppend(t, b, makeBatch(t, 1, 10, 1, "x"), 0)
+	}
+	a.SetHighWatermark(4)
+	b.SetHighWatermark(99) // beyond the end: must come back clamped
+	if err := m.CheckpointHighWatermarks(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := OpenManager(mc, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	if hw := m2.Get(TopicPartition{"a", 0}).HighWatermark(); hw != 4 {
+		t.Fatalf("a-0 hw %d after reload, want 4", hw)
+	}
+	if hw := m2.Get(TopicPartition{"b", 3}).HighWatermark(); hw != 5 {
+		t.Fatalf("b-3 hw %d after reload, want 5 (clamped to the log end)", hw)
+	}
+}
+
