@@ -27,11 +27,11 @@ func BenchmarkAppendAsLeader(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer log.Close()
-			p, err := Open(storage.TopicPartition{Topic: "bench"}, log, slog.New(slog.DiscardHandler))
+			p, err := Open(storage.TopicPartition{Topic: "bench"}, log, 1, slog.New(slog.DiscardHandler))
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := p.Update(State{Leader: true, LeaderEpoch: 0, ISR: []int32{1}, MinISR: 1}); err != nil {
+			if _, err := p.Update(State{LeaderID: 1, Replicas: []int32{1}, LeaderEpoch: 0, ISR: []int32{1}, MinISR: 1}); err != nil {
 				b.Fatal(err)
 			}
 			recs := make([]recordbatch.Record, 16)

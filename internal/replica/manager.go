@@ -4,22 +4,38 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/weir-project/weir/internal/storage"
 )
 
 // Manager holds this broker's partition replicas, keyed by partition.
 type Manager struct {
-	logs   *storage.Manager
-	logger *slog.Logger // nil: slog.Default(); see SetLogger
+	logs    *storage.Manager
+	localID int32
+	logger  *slog.Logger // nil: slog.Default(); see SetLogger
+
+	isr    ISRChanger
+	lagMax time.Duration
 
 	mu    sync.RWMutex
 	parts map[storage.TopicPartition]*Partition
 }
 
-// NewManager serves replicas out of the given log manager.
-func NewManager(logs *storage.Manager) *Manager {
-	return &Manager{logs: logs, parts: make(map[storage.TopicPartition]*Partition)}
+// NewManager serves the replicas of broker localID out of the given log
+// manager.
+func NewManager(logs *storage.Manager, localID int32) *Manager {
+	return &Manager{logs: logs, localID: localID, lagMax: DefaultLagMax, parts: make(map[storage.TopicPartition]*Partition)}
+}
+
+// SetISRChanger sets, for replicas opened from now on, where ISR changes
+// are proposed and replica.lag.time.max.ms. Call it before the first
+// Ensure.
+func (m *Manager) SetISRChanger(c ISRChanger, lagMax time.Duration) {
+	m.isr = c
+	if lagMax > 0 {
+		m.lagMax = lagMax
+	}
 }
 
 // Get returns the local replica, or nil if this broker hosts none.
@@ -30,24 +46,26 @@ func (m *Manager) Get(tp storage.TopicPartition) *Partition {
 }
 
 // Ensure makes sure a replica exists for tp with the given log config and
-// metadata state, opening or creating its log.
-func (m *Manager) Ensure(tp storage.TopicPartition, cfg storage.Config, s State) (*Partition, error) {
+// metadata state, opening or creating its log, and reports how its role
+// changed.
+func (m *Manager) Ensure(tp storage.TopicPartition, cfg storage.Config, s State) (*Partition, Transition, error) {
 	m.mu.Lock()
 	p := m.parts[tp]
 	if p == nil {
 		var err error
 		if p, err = m.open(tp, cfg, s.TopicID); err != nil {
 			m.mu.Unlock()
-			return nil, err
+			return nil, Unchanged, err
 		}
 		m.parts[tp] = p
 	}
 	m.mu.Unlock()
 	p.Log().SetConfig(cfg)
-	if err := p.Update(s); err != nil {
-		return nil, err
+	tr, err := p.Update(s)
+	if err != nil {
+		return nil, Unchanged, err
 	}
-	return p, nil
+	return p, tr, nil
 }
 
 // open opens tp's log, first deleting a directory left by an earlier
@@ -67,7 +85,14 @@ func (m *Manager) open(tp storage.TopicPartition, cfg storage.Config, topicID [1
 			return nil, err
 		}
 	}
-	return Open(tp, log, m.logger)
+	p, err := Open(tp, log, m.localID, m.logger)
+	if err != nil {
+		return nil, err
+	}
+	if m.isr != nil {
+		p.SetISRChanger(m.isr, m.lagMax)
+	}
+	return p, nil
 }
 
 // StoredTopicID returns the topic id recorded in tp's log directory.
@@ -92,8 +117,9 @@ func (m *Manager) Remove(tp storage.TopicPartition) error {
 	m.mu.Unlock()
 	if p != nil {
 		// Fetches long-polling it answer now (the topic is gone) instead
-		// of at their max wait, as Kafka completes delayed fetches.
-		p.wake()
+		// of at their max wait, as Kafka completes delayed fetches; so do
+		// produces waiting for acks.
+		p.remove()
 	}
 	if m.logs.Get(tp) == nil {
 		return nil
@@ -111,6 +137,19 @@ func (m *Manager) Partitions() []storage.TopicPartition {
 	out := make([]storage.TopicPartition, 0, len(m.parts))
 	for tp := range m.parts {
 		out = append(out, tp)
+	}
+	return out
+}
+
+// Leading returns the replicas this broker currently leads.
+func (m *Manager) Leading() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []*Partition
+	for _, p := range m.parts {
+		if p.IsLeader() {
+			out = append(out, p)
+		}
 	}
 	return out
 }

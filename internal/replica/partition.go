@@ -1,14 +1,22 @@
 // Package replica is one partition's replica on this broker: its log, its
-// role (leader or follower), leader epoch, high watermark, and the signal
-// that wakes long-polling fetches. Replication (followers, ISR changes)
-// builds on it; with one replica per partition the leader's high watermark
-// is simply its log end offset.
+// role (leader or follower) and epochs as the metadata says, and, while it
+// leads, what it knows of its followers: their log end offsets, when each
+// was last caught up, the ISR changes it proposes, and the high watermark
+// that follows from them. Followers' fetching lives in package replication;
+// this package only answers to it.
+//
+// Locking: appendMu serialises writers (appends, truncation, role
+// changes) and may be held across disk I/O; mu guards the in-memory state
+// and is never held across I/O, so readers (fetches, offsets, waiters)
+// never wait for a disk.
 package replica
 
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/weir-project/weir/internal/storage"
 	"github.com/weir-project/weir/internal/storage/producerstate"
@@ -17,36 +25,79 @@ import (
 // Errors the broker maps to Kafka codes.
 var (
 	ErrNotLeader          = errors.New("not leader for partition") // NOT_LEADER_OR_FOLLOWER
+	ErrNotFollower        = errors.New("not a follower of this leader epoch")
 	ErrNotEnoughReplicas  = errors.New("not enough in-sync replicas")
-	ErrFencedLeaderEpoch  = errors.New("fenced leader epoch")  // FENCED_LEADER_EPOCH
-	ErrUnknownLeaderEpoch = errors.New("unknown leader epoch") // UNKNOWN_LEADER_EPOCH
+	ErrNotEnoughAfter     = errors.New("in-sync replicas fell below min.insync.replicas after the append") // NOT_ENOUGH_REPLICAS_AFTER_APPEND
+	ErrFencedLeaderEpoch  = errors.New("fenced leader epoch")                                              // FENCED_LEADER_EPOCH
+	ErrUnknownLeaderEpoch = errors.New("unknown leader epoch")                                             // UNKNOWN_LEADER_EPOCH
+	ErrNotReplica         = errors.New("broker is not a replica of the partition")                         // NOT_LEADER_OR_FOLLOWER to the fetcher
+	ErrRemoved            = errors.New("partition removed from this broker")
 )
+
+// DefaultLagMax is Kafka's replica.lag.time.max.ms default.
+const DefaultLagMax = 30 * time.Second
 
 // Partition is the local replica of one partition.
 type Partition struct {
-	tp  storage.TopicPartition
-	log *storage.Log
+	tp      storage.TopicPartition
+	log     *storage.Log
+	localID int32
 	// producers is the idempotent-producer state (see Open); nil with New.
 	producers *producerstate.State
+	// isr proposes ISR changes to the controller; nil means changes are
+	// never proposed (a replica used without a cluster, in tests).
+	isr    ISRChanger
+	lagMax time.Duration
+	now    func() time.Time
 
-	// appendMu serialises appends (and the HW moves that follow them), so
-	// that mu, which readers take, is never held across disk I/O.
+	// appendMu serialises appends, truncations and role changes, so that
+	// mu, which readers take, is never held across disk I/O.
 	appendMu sync.Mutex
 
-	mu          sync.Mutex
-	leader      bool
-	leaderEpoch int32
-	isr         []int32
-	minISR      int
-	hw          int64
-	// changed is closed (and replaced) whenever data becomes visible to
-	// fetchers, waking long polls.
-	changed chan struct{}
+	mu     sync.Mutex
+	st     State // the metadata state last applied
+	leader bool  // st.LeaderID == localID
+	// epochStart is the log end offset at which this broker's current
+	// leader epoch began: a follower rejoins the ISR only once it has
+	// fetched past it (it then holds everything of earlier epochs).
+	epochStart int64
+	followers  map[int32]*follower
+	// pendingISR is the maximal ISR while a proposed change is in flight
+	// (the union of the committed ISR and the proposal), nil otherwise.
+	// The high watermark is computed over it: a follower being added may
+	// be elected as soon as the change commits, so it must already hold
+	// everything below the HW; one being removed still counts until then.
+	pendingISR []int32
+	hw         int64
+	watchers   map[*Waiter]Event
+	removed    bool
 }
 
-// New wraps an open log. The replica starts as a follower with no epoch.
-func New(tp storage.TopicPartition, log *storage.Log) *Partition {
-	return &Partition{tp: tp, log: log, changed: make(chan struct{}), leaderEpoch: -1, minISR: 1}
+// State is what the metadata says about this partition.
+type State struct {
+	LeaderID       int32 // the leading broker; -1 when none
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	Replicas       []int32
+	ISR            []int32
+	MinISR         int
+	TopicID        [16]byte
+}
+
+// New wraps an open log as the replica on broker localID. The replica
+// starts as a follower with no epoch; Update applies the metadata.
+func New(tp storage.TopicPartition, log *storage.Log, localID int32) *Partition {
+	return &Partition{
+		tp:        tp,
+		log:       log,
+		localID:   localID,
+		lagMax:    DefaultLagMax,
+		now:       time.Now,
+		st:        State{LeaderID: -1, LeaderEpoch: -1, MinISR: 1},
+		followers: map[int32]*follower{},
+		watchers:  map[*Waiter]Event{},
+		hw:        min(log.HighWatermark(), log.LogEndOffset()),
+	}
 }
 
 // TopicPartition names the partition.
@@ -55,117 +106,142 @@ func (p *Partition) TopicPartition() storage.TopicPartition { return p.tp }
 // Log is the partition's log.
 func (p *Partition) Log() *storage.Log { return p.log }
 
-// State is what the metadata says about this partition.
-type State struct {
-	Leader      bool
-	LeaderEpoch int32
-	ISR         []int32
-	MinISR      int
-	TopicID     [16]byte
+// SetISRChanger sets where ISR changes are proposed and the lag after
+// which a follower leaves the ISR (replica.lag.time.max.ms).
+func (p *Partition) SetISRChanger(c ISRChanger, lagMax time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.isr = c
+	if lagMax > 0 {
+		p.lagMax = lagMax
+	}
 }
 
-// Update applies the partition's metadata. On becoming leader for a new
-// epoch the epoch's start offset is recorded in the leader epoch cache.
-func (p *Partition) Update(s State) error {
+// Transition says how an Update changed the replica's role.
+type Transition int
+
+const (
+	// Unchanged: same role, leader and leader epoch.
+	Unchanged Transition = iota
+	// BecameLeader: this broker leads a new leader epoch.
+	BecameLeader
+	// BecameFollower: this broker follows a new leader or leader epoch
+	// (or lost leadership with no new leader): fetchers must restart,
+	// truncating by epoch first.
+	BecameFollower
+)
+
+// Update applies the partition's metadata and reports the role change. On
+// becoming leader for a new epoch, the epoch's start offset is recorded in
+// the leader epoch cache and every follower gets a fresh lag allowance.
+// Waiters are woken on any change, so long polls and acks=-1 waits answer
+// NOT_LEADER_OR_FOLLOWER or re-check at once.
+func (p *Partition) Update(s State) (Transition, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	newEpoch := s.LeaderEpoch != p.leaderEpoch || s.Leader != p.leader
-	p.leader, p.leaderEpoch, p.isr, p.minISR = s.Leader, s.LeaderEpoch, append([]int32(nil), s.ISR...), s.MinISR
-	if p.minISR < 1 {
-		p.minISR = 1
+	if s.MinISR < 1 {
+		s.MinISR = 1
 	}
-	if s.Leader && newEpoch {
-		if err := p.log.LeaderEpochs().Assign(s.LeaderEpoch, p.log.LogEndOffset()); err != nil {
-			return fmt.Errorf("partition %s-%d: record leader epoch %d: %w", p.tp.Topic, p.tp.Partition, s.LeaderEpoch, err)
-		}
-	}
-	if s.Leader {
-		p.advanceHWLocked()
-	}
-	if newEpoch {
-		// Long polls re-check: they answer NOT_LEADER_OR_FOLLOWER or
-		// FENCED_LEADER_EPOCH now rather than at their max wait.
-		p.signalLocked()
-	}
-	return nil
-}
+	s.Replicas, s.ISR = slices.Clone(s.Replicas), slices.Clone(s.ISR)
+	leader := s.LeaderID == p.localID && s.LeaderID >= 0
 
-// wake wakes long polls waiting on the partition, which is going away.
-func (p *Partition) wake() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.signalLocked()
-}
-
-// advanceHWLocked recomputes the high watermark. With the leader as the
-// only in-sync replica it is the log end offset; it never moves while the
-// ISR is below min.insync.replicas (KIP-966). Callers hold p.mu.
-func (p *Partition) advanceHWLocked() {
-	if len(p.isr) > 1 {
-		// Followers' LEOs are tracked by the replication layer (not yet
-		// built); until then a multi-replica ISR keeps HW where it is.
-		return
+	prev, wasLeader := p.st, p.leader
+	p.mu.Unlock()
+	newEpoch := s.LeaderEpoch != prev.LeaderEpoch || s.LeaderID != prev.LeaderID
+	tr := Unchanged
+	switch {
+	case leader && (newEpoch || !wasLeader):
+		tr = BecameLeader
+	case !leader && (newEpoch || wasLeader):
+		tr = BecameFollower
 	}
 	leo := p.log.LogEndOffset()
-	if leo != p.hw {
-		p.hw = leo
-		p.log.SetCleanableLimit(leo) // the cleaner compacts only committed records
-		p.signalLocked()
+	if tr == BecameLeader {
+		// Disk I/O (an fsync of leader-epoch-checkpoint) under appendMu
+		// only: no append can slip in between, readers go on.
+		if err := p.log.LeaderEpochs().Assign(s.LeaderEpoch, leo); err != nil {
+			return Unchanged, fmt.Errorf("partition %s-%d: record leader epoch %d: %w", p.tp.Topic, p.tp.Partition, s.LeaderEpoch, err)
+		}
 	}
-}
 
-func (p *Partition) signalLocked() {
-	close(p.changed)
-	p.changed = make(chan struct{})
-}
-
-// Changed returns a channel closed at the next visible change.
-func (p *Partition) Changed() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.changed
+	p.st, p.leader = s, leader
+	if p.pendingISR != nil && s.PartitionEpoch != prev.PartitionEpoch {
+		// The controller answered our proposal (or overrode it): the
+		// committed ISR is authoritative again.
+		p.pendingISR = nil
+	}
+	switch tr {
+	case BecameLeader:
+		p.epochStart = leo
+		p.pendingISR = nil
+		p.followers = map[int32]*follower{}
+		now := p.now()
+		for _, id := range s.Replicas {
+			if id != p.localID {
+				p.followers[id] = newFollower(id, now)
+			}
+		}
+	case BecameFollower:
+		p.followers = map[int32]*follower{}
+		p.pendingISR = nil
+	}
+	if leader {
+		// Replicas added by a reassignment get a follower entry.
+		for _, id := range s.Replicas {
+			if _, ok := p.followers[id]; !ok && id != p.localID {
+				p.followers[id] = newFollower(id, p.now())
+			}
+		}
+		p.advanceHWLocked()
+	}
+	if tr != Unchanged || !slices.Equal(prev.ISR, s.ISR) || prev.PartitionEpoch != s.PartitionEpoch {
+		p.notifyAllLocked()
+	}
+	return tr, nil
 }
 
-// AppendAsLeader appends a producer's batches. acks=-1 needs the ISR to
-// reach min.insync.replicas before anything is written.
-func (p *Partition) AppendAsLeader(records []byte, acks int16) (storage.AppendInfo, error) {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
+// remove marks the replica as gone and wakes its waiters, which answer
+// at once (the topic was deleted or moved away).
+func (p *Partition) remove() {
 	p.mu.Lock()
-	leader, epoch, isr, minISR := p.leader, p.leaderEpoch, len(p.isr), p.minISR
-	p.mu.Unlock()
-	if !leader {
-		return storage.AppendInfo{}, ErrNotLeader
-	}
-	if acks == -1 && isr < minISR {
-		return storage.AppendInfo{}, fmt.Errorf("%w: isr %d below min.insync.replicas %d", ErrNotEnoughReplicas, isr, minISR)
-	}
-	if info, dup, err := p.checkProducers(records); err != nil || dup {
-		return info, err
-	}
-	info, err := p.log.Append(records, epoch)
-	if err != nil {
-		return info, err
-	}
-	p.mu.Lock()
-	p.advanceHWLocked()
-	p.mu.Unlock()
-	return info, nil
+	defer p.mu.Unlock()
+	p.removed = true
+	p.leader = false
+	p.notifyAllLocked()
 }
 
-// CheckLeaderEpoch validates a client's current leader epoch (-1 = none).
+// State returns the metadata state last applied.
+func (p *Partition) State() State {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.st
+	s.Replicas, s.ISR = slices.Clone(s.Replicas), slices.Clone(s.ISR)
+	return s
+}
+
+// CheckLeaderEpoch validates a client's current leader epoch (-1 = none)
+// on the leader (KIP-320).
 func (p *Partition) CheckLeaderEpoch(epoch int32) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.checkLeaderLocked(epoch)
+}
+
+func (p *Partition) checkLeaderLocked(epoch int32) error {
 	if !p.leader {
 		return ErrNotLeader
 	}
+	return checkEpoch(epoch, p.st.LeaderEpoch)
+}
+
+func checkEpoch(given, current int32) error {
 	switch {
-	case epoch < 0 || epoch == p.leaderEpoch:
+	case given < 0 || given == current:
 		return nil
-	case epoch < p.leaderEpoch:
+	case given < current:
 		return ErrFencedLeaderEpoch
 	default:
 		return ErrUnknownLeaderEpoch
@@ -184,7 +260,11 @@ type Offsets struct {
 func (p *Partition) Offsets() Offsets {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Offsets{LogStart: p.log.LogStartOffset(), HighWater: p.hw, LogEnd: p.log.LogEndOffset(), LeaderEpoch: p.leaderEpoch}
+	return p.offsetsLocked()
+}
+
+func (p *Partition) offsetsLocked() Offsets {
+	return Offsets{LogStart: p.log.LogStartOffset(), HighWater: p.hw, LogEnd: p.log.LogEndOffset(), LeaderEpoch: p.st.LeaderEpoch}
 }
 
 // IsLeader reports the role.
@@ -205,26 +285,39 @@ func (p *Partition) ReadForConsumer(offset int64, maxBytes int) (storage.ReadRes
 	return r, o, err
 }
 
+// EndOffsetForEpoch answers OffsetsForLeaderEpoch from the leader epoch
+// cache: the largest epoch <= epoch this replica knows and the offset
+// where it ended (the log end for the latest epoch), or -1, -1. The log
+// end is read under appendMu so that it matches the cache.
+func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	return p.log.LeaderEpochs().EndOffsetFor(epoch, p.log.LogEndOffset())
+}
+
 // DeleteRecordsBefore raises the log start offset (DeleteRecords). Only
 // offsets up to the high watermark may be deleted; -1 means the HW.
 func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.leader {
+	leader, hw := p.leader, p.hw
+	p.mu.Unlock()
+	if !leader {
 		return 0, ErrNotLeader
 	}
 	if offset == -1 {
-		offset = p.hw
+		offset = hw
 	}
-	if offset < 0 || offset > p.hw {
-		return 0, fmt.Errorf("%w: %d beyond high watermark %d", storage.ErrOffsetOutOfRange, offset, p.hw)
+	if offset < 0 || offset > hw {
+		return 0, fmt.Errorf("%w: %d beyond high watermark %d", storage.ErrOffsetOutOfRange, offset, hw)
 	}
 	start, err := p.log.DeleteRecordsBefore(offset)
 	if err != nil {
 		return 0, err
 	}
-	p.signalLocked()
+	p.mu.Lock()
+	p.notifyAllLocked()
+	p.mu.Unlock()
 	return start, nil
 }

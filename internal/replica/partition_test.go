@@ -16,7 +16,7 @@ func openPartition(t *testing.T) *Partition {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	return New(storage.TopicPartition{Topic: "t", Partition: 0}, log)
+	return New(storage.TopicPartition{Topic: "t", Partition: 0}, log, 1)
 }
 
 func batch(t *testing.T, n int) []byte {
@@ -41,10 +41,12 @@ func TestFollowerRejectsProduce(t *testing.T) {
 
 func TestLeaderAppendAdvancesHighWatermarkAndWakesFetchers(t *testing.T) {
 	p := openPartition(t)
-	if err := p.Update(State{Leader: true, LeaderEpoch: 3, ISR: []int32{1}, MinISR: 1}); err != nil {
+	if _, err := p.Update(State{LeaderID: 1, Replicas: []int32{1}, LeaderEpoch: 3, ISR: []int32{1}, MinISR: 1}); err != nil {
 		t.Fatal(err)
 	}
-	changed := p.Changed()
+	w := NewWaiter()
+	defer w.Done()
+	w.Watch(p, HighWatermark)
 	info, err := p.AppendAsLeader(batch(t, 4), -1)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +55,7 @@ func TestLeaderAppendAdvancesHighWatermarkAndWakesFetchers(t *testing.T) {
 		t.Fatalf("offsets %d..%d, want 0..3", info.FirstOffset, info.LastOffset)
 	}
 	select {
-	case <-changed:
+	case <-w.C():
 	default:
 		t.Fatal("append did not signal waiting fetchers")
 	}
@@ -67,7 +69,7 @@ func TestLeaderAppendAdvancesHighWatermarkAndWakesFetchers(t *testing.T) {
 
 func TestAcksAllNeedsMinInsyncReplicas(t *testing.T) {
 	p := openPartition(t)
-	if err := p.Update(State{Leader: true, LeaderEpoch: 0, ISR: []int32{1}, MinISR: 2}); err != nil {
+	if _, err := p.Update(State{LeaderID: 1, Replicas: []int32{1}, LeaderEpoch: 0, ISR: []int32{1}, MinISR: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.AppendAsLeader(batch(t, 1), -1); !errors.Is(err, ErrNotEnoughReplicas) {
@@ -83,7 +85,7 @@ func TestAcksAllNeedsMinInsyncReplicas(t *testing.T) {
 
 func TestCheckLeaderEpoch(t *testing.T) {
 	p := openPartition(t)
-	if err := p.Update(State{Leader: true, LeaderEpoch: 5, ISR: []int32{1}}); err != nil {
+	if _, err := p.Update(State{LeaderID: 1, Replicas: []int32{1}, LeaderEpoch: 5, ISR: []int32{1}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -98,7 +100,7 @@ func TestCheckLeaderEpoch(t *testing.T) {
 
 func TestConsumerReadStopsAtHighWatermark(t *testing.T) {
 	p := openPartition(t)
-	if err := p.Update(State{Leader: true, ISR: []int32{1}}); err != nil {
+	if _, err := p.Update(State{LeaderID: 1, Replicas: []int32{1}, ISR: []int32{1}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.AppendAsLeader(batch(t, 2), 1); err != nil {
@@ -119,7 +121,7 @@ func TestConsumerReadStopsAtHighWatermark(t *testing.T) {
 
 func TestDeleteRecordsBounds(t *testing.T) {
 	p := openPartition(t)
-	if err := p.Update(State{Leader: true, ISR: []int32{1}}); err != nil {
+	if _, err := p.Update(State{LeaderID: 1, Replicas: []int32{1}, ISR: []int32{1}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {

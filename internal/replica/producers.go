@@ -15,7 +15,7 @@ import (
 // end by replaying the batches after it. From then on the log keeps the
 // state in step (appends as leader or follower, truncation, snapshots at
 // roll and close), and AppendAsLeader drops retried duplicates.
-func Open(tp storage.TopicPartition, log *storage.Log, logger *slog.Logger) (*Partition, error) {
+func Open(tp storage.TopicPartition, log *storage.Log, localID int32, logger *slog.Logger) (*Partition, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -32,7 +32,7 @@ func Open(tp storage.TopicPartition, log *storage.Log, logger *slog.Logger) (*Pa
 		logger.Info("rebuilt producer state from the log", "from", from, "to", log.LogEndOffset(),
 			"producers", ps.Len(), "took", time.Since(start).Round(time.Millisecond))
 	}
-	p := New(tp, log)
+	p := New(tp, log, localID)
 	p.producers = ps
 	return p, nil
 }

@@ -16,11 +16,11 @@ func openLeader(t *testing.T, dir string) *Partition {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Open(storage.TopicPartition{Topic: "t", Partition: 0}, log, slog.New(slog.DiscardHandler))
+	p, err := Open(storage.TopicPartition{Topic: "t", Partition: 0}, log, 1, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Update(State{Leader: true, LeaderEpoch: 1, ISR: []int32{1}, MinISR: 1}); err != nil {
+	if _, err := p.Update(State{LeaderID: 1, Replicas: []int32{1}, LeaderEpoch: 1, ISR: []int32{1}, MinISR: 1}); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -90,7 +90,7 @@ func TestFollowerBuildsTheSameState(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { flog.Close() })
-	f, err := Open(storage.TopicPartition{Topic: "t"}, flog, slog.New(slog.DiscardHandler))
+	f, err := Open(storage.TopicPartition{Topic: "t"}, flog, 1, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestFollowerBuildsTheSameState(t *testing.T) {
 	if _, err := flog.AppendAsFollower(data); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Update(State{Leader: true, LeaderEpoch: 2, ISR: []int32{1}, MinISR: 1}); err != nil {
+	if _, err := f.Update(State{LeaderID: 1, Replicas: []int32{1}, LeaderEpoch: 2, ISR: []int32{1}, MinISR: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for seq := int32(10); seq < 20; seq += 2 {
