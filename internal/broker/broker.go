@@ -114,7 +114,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return fmt.Errorf("open logs: %w", err)
 	}
 	defer func() { err = errors.Join(err, b.logs.Close()) }()
-	b.replicas = replica.NewManager(b.logs)
+	b.replicas = replica.NewManager(b.logs, opts.NodeID)
 	b.replicas.SetLogger(logger.With("component", "replica"))
 	b.groups = b.newGroupCoordinator()
 	defer b.groups.Close()

@@ -2,13 +2,15 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"log/slog"
-	"reflect"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weir-project/weir/internal/metadata"
 	"github.com/weir-project/weir/internal/replica"
 	"github.com/weir-project/weir/internal/storage"
 )
@@ -26,58 +28,148 @@ func (b *Broker) fetchMaxBytes() int64 {
 	return b.opts.Config.FetchMaxBytes
 }
 
-// handleFetch serves consumers: reads up to the high watermark, honouring
-// the per-partition and whole-response byte limits (the first batch is
-// returned even when larger), and long-polls until min bytes arrive or
-// max wait passes. Fetch sessions (KIP-227) are declined by answering
-// session id 0, so clients send full fetches every time.
+// fetchReplicaID is the broker id a fetch claims to come from: Fetch v0-14
+// carry it as ReplicaID, v15+ in ReplicaState (KIP-903); -1 for consumers.
+func fetchReplicaID(req *kmsg.FetchRequest) int32 {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID
+	}
+	return req.ReplicaID
+}
+
+// handleFetch serves consumers and followers.
+//
+// Version notes: v4+ only (record batch v2). v7+ fetch sessions (KIP-227)
+// are declined by answering session id 0, so clients send full fetches.
+// v11 rack id is ignored (consumers read from leaders only). v12+ tagged
+// fields and diverging epochs: followers truncate through
+// OffsetForLeaderEpoch instead, so LastFetchedEpoch is not checked. v13+
+// topic ids. v15+ ReplicaState. v16+ NOT_LEADER_OR_FOLLOWER carries the
+// current leader and its endpoint (KIP-951).
+//
+// Consumers read up to the high watermark, followers up to the log end;
+// a follower's fetch offset tells the leader how far it has copied. As in
+// Kafka, a partition named twice is served once (a later entry's limits
+// win, the first one's position stays). The response is bounded by the
+// request's and the broker's max bytes (the first batch is returned even
+// when larger), and long-polls until min bytes arrive or max wait passes,
+// on one waiter registered with every partition read.
 func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	if req.Version >= 7 && req.SessionID != 0 {
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
 	}
-	if req.ReplicaID >= 0 || req.ReplicaState.ID >= 0 {
-		// Follower fetching arrives with replication; until then no broker
-		// fetches from us as a replica.
-		resp.ErrorCode = kerr.NotLeaderForPartition.Code
-		return resp, nil
-	}
+	dedupeFetch(req)
+	f := fetchState{b: b, req: req, resp: resp, replicaID: fetchReplicaID(req), waiter: replica.NewWaiter()}
+	defer f.waiter.Done()
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
-		waitOn, total, failed := b.fillFetch(req, resp)
-		if total >= int64(req.MinBytes) || failed || req.MaxWaitMillis <= 0 || len(waitOn) == 0 {
-			return resp, nil
+		total, failed := f.fill()
+		if total >= int64(req.MinBytes) || failed || req.MaxWaitMillis <= 0 || f.watched == 0 {
+			break
 		}
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
-			return resp, nil
+			break
 		}
-		if !waitAny(ctx, waitOn, remaining) {
+		if !f.wait(ctx, remaining) {
 			// Timed out or cancelled: answer with what we have (nothing new).
-			return resp, nil
+			break
 		}
+	}
+	b.addLeaderEndpoints(resp, f.leaderHints)
+	return resp, nil
+}
+
+// dedupeFetch makes the request's partition lists sets, the way Kafka
+// reads them into a map: a partition named again keeps its first
+// position and takes the later entry's fetch offset and limits.
+func dedupeFetch(req *kmsg.FetchRequest) {
+	type key struct {
+		topic string
+		id    [16]byte
+	}
+	topics := map[key]int{}
+	out := req.Topics[:0]
+	for _, rt := range req.Topics {
+		k := key{rt.Topic, rt.TopicID}
+		if req.Version < 13 {
+			k.id = [16]byte{}
+		} else {
+			k.topic = ""
+		}
+		if i, ok := topics[k]; ok {
+			out[i].Partitions = append(out[i].Partitions, rt.Partitions...)
+			continue
+		}
+		topics[k] = len(out)
+		out = append(out, rt)
+	}
+	req.Topics = out
+	for i := range req.Topics {
+		parts := req.Topics[i].Partitions
+		at := map[int32]int{}
+		kept := parts[:0:0]
+		for _, rp := range parts {
+			if j, ok := at[rp.Partition]; ok {
+				kept[j] = rp
+				continue
+			}
+			at[rp.Partition] = len(kept)
+			kept = append(kept, rp)
+		}
+		req.Topics[i].Partitions = kept
 	}
 }
 
-// fillFetch (re)builds the response topics. It returns the change signals
-// of the partitions read, the bytes gathered, and whether any partition
-// failed (errors are answered at once, without waiting).
-func (b *Broker) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) ([]<-chan struct{}, int64, bool) {
+// fetchState is one fetch request being served.
+type fetchState struct {
+	b         *Broker
+	req       *kmsg.FetchRequest
+	resp      *kmsg.FetchResponse
+	replicaID int32
+	waiter    *replica.Waiter
+	watched   int  // partitions the waiter is registered with
+	filled    bool // the first fill (which registers the waiter) ran
+	// leaderHints are the leaders named in NOT_LEADER_OR_FOLLOWER answers.
+	leaderHints map[int32]bool
+}
+
+// wait sleeps until a watched partition changes (true), or the timeout or
+// ctx ends (false).
+func (f *fetchState) wait(ctx context.Context, timeout time.Duration) bool {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-f.waiter.C():
+		return true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// fill (re)builds the response topics. It returns the bytes gathered and
+// whether any partition failed (errors are answered at once, without
+// waiting).
+func (f *fetchState) fill() (int64, bool) {
+	req, resp := f.req, f.resp
 	resp.Topics = resp.Topics[:0]
-	img := b.meta.Image()
+	img := f.b.meta.Image()
 	var (
-		waitOn []<-chan struct{}
 		total  int64
 		failed bool
 	)
 	// As in Kafka, the response is bounded by the broker's fetch.max.bytes
 	// too, and a MaxBytes of 0 still yields the first batch (see
-	// fetchPartition): only v0-2 have no response limit.
-	maxBytes := min(int64(req.MaxBytes), b.fetchMaxBytes())
+	// readPartition): only v0-2 have no response limit.
+	maxBytes := min(int64(req.MaxBytes), f.b.fetchMaxBytes())
 	if req.Version < 3 {
 		maxBytes = 1 << 62
 	}
+	register := !f.filled
+	f.filled = true
 	for _, rt := range req.Topics {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
@@ -95,21 +187,34 @@ func (b *Broker) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) ([]
 				continue
 			}
 			tp := storage.TopicPartition{Topic: topic.Name, Partition: rp.Partition}
-			p := b.replicas.Get(tp)
+			p := f.b.replicas.Get(tp)
 			if p == nil {
-				sp.ErrorCode = b.missingPartitionCode(tp)
+				sp.ErrorCode = f.b.missingPartitionCode(tp)
+				f.hintLeader(img, tp, &sp)
 				failed = true
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			waitOn = append(waitOn, p.Changed())
+			if register {
+				// Registered before reading: a change after the read
+				// wakes the wait below.
+				ev := replica.HighWatermark
+				if f.replicaID >= 0 {
+					ev = replica.LogEnd | replica.HighWatermark
+				}
+				f.waiter.Watch(p, ev)
+				f.watched++
+			}
 			limit := int64(rp.PartitionMaxBytes)
 			if left := maxBytes - total; left < limit {
 				limit = left
 			}
-			n, err := b.fetchPartition(p, rp, limit, total == 0, &sp)
+			n, err := f.readPartition(img, p, rp, limit, total == 0, &sp)
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
+				if errors.Is(err, replica.ErrNotLeader) {
+					f.hintLeader(img, tp, &sp)
+				}
 				failed = true
 			}
 			total += n
@@ -117,25 +222,45 @@ func (b *Broker) fillFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) ([]
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	return waitOn, total, failed
+	return total, failed
 }
 
-// fetchPartition reads one partition into sp and returns the bytes read.
+// readPartition reads one partition into sp and returns the bytes read.
 // When the response already holds data, a first batch larger than the
 // limit is left for the next fetch rather than overshooting.
-func (b *Broker) fetchPartition(p *replica.Partition, rp kmsg.FetchRequestTopicPartition, limit int64, first bool, sp *kmsg.FetchResponseTopicPartition) (int64, error) {
-	if err := p.CheckLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {
-		return 0, err
-	}
-	if limit <= 0 && !first {
+func (f *fetchState) readPartition(img *metadata.Image, p *replica.Partition, rp kmsg.FetchRequestTopicPartition, limit int64, first bool, sp *kmsg.FetchResponseTopicPartition) (int64, error) {
+	if limit <= 0 && !first && f.replicaID < 0 {
+		if err := p.CheckLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {
+			return 0, err
+		}
 		o := p.Offsets()
 		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = o.HighWater, o.HighWater, o.LogStart
 		return 0, nil
 	}
-	if limit < 1 {
-		limit = 1
+	limit = max(limit, 1)
+	var (
+		res storage.ReadResult
+		o   replica.Offsets
+		err error
+	)
+	if f.replicaID >= 0 {
+		if !f.b.isReplica(img, p.TopicPartition(), f.replicaID) {
+			// Only a replica's own broker may move the leader's view of
+			// its progress (and so the HW); see CVE-2018-1288.
+			return 0, replica.ErrNotReplica
+		}
+		res, o, err = p.ReadForFollower(replica.FollowerFetch{
+			ReplicaID:          f.replicaID,
+			CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
+			FetchOffset:        rp.FetchOffset,
+			MaxBytes:           int(min(limit, 1<<31-1)),
+		})
+	} else {
+		if err := p.CheckLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {
+			return 0, err
+		}
+		res, o, err = p.ReadForConsumer(rp.FetchOffset, int(min(limit, 1<<31-1)))
 	}
-	res, o, err := p.ReadForConsumer(rp.FetchOffset, int(min(limit, 1<<31-1)))
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = o.HighWater, o.HighWater, o.LogStart
 	if err != nil {
 		return 0, err
@@ -145,34 +270,60 @@ func (b *Broker) fetchPartition(p *replica.Partition, rp kmsg.FetchRequestTopicP
 	}
 	data, err := res.Bytes()
 	if err != nil {
-		b.log.Error("fetch read failed", slog.String("topic", p.TopicPartition().Topic), slog.Int("partition", int(rp.Partition)), slog.Any("err", err))
+		tp := p.TopicPartition()
+		f.b.log.Error("fetch read failed", slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition)), slog.Any("err", err))
 		return 0, err
 	}
 	sp.RecordBatches = data
 	return int64(len(data)), nil
 }
 
-// waitAny blocks until one of the channels closes (true), or the timeout
-// or ctx ends (false).
-func waitAny(ctx context.Context, chans []<-chan struct{}, timeout time.Duration) bool {
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	if len(chans) == 1 {
-		select {
-		case <-chans[0]:
-			return true
-		case <-timer.C:
-		case <-ctx.Done():
+// hintLeader fills CurrentLeader in a NOT_LEADER_OR_FOLLOWER answer
+// (KIP-951) so the client can move without a metadata round trip.
+func (f *fetchState) hintLeader(img *metadata.Image, tp storage.TopicPartition, sp *kmsg.FetchResponseTopicPartition) {
+	if sp.ErrorCode != kerr.NotLeaderForPartition.Code {
+		return
+	}
+	part, ok := img.Partition(tp.Topic, tp.Partition)
+	if !ok || part.Leader < 0 {
+		return
+	}
+	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = part.Leader, part.LeaderEpoch
+	if f.leaderHints == nil {
+		f.leaderHints = map[int32]bool{}
+	}
+	f.leaderHints[part.Leader] = true
+}
+
+// addLeaderEndpoints lists the endpoints of the leaders named in
+// CurrentLeader fields (Fetch v16+, KIP-951).
+func (b *Broker) addLeaderEndpoints(resp *kmsg.FetchResponse, leaders map[int32]bool) {
+	if resp.Version < 16 || len(leaders) == 0 {
+		return
+	}
+	img := b.meta.Image()
+	ids := make([]int32, 0, len(leaders))
+	for id := range leaders {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		br, ok := img.Broker(id)
+		if !ok {
+			continue
 		}
-		return false
+		ep := kmsg.NewFetchResponseBroker()
+		ep.NodeID, ep.Host, ep.Port = br.ID, br.Host, br.Port
+		if br.Rack != "" {
+			rack := br.Rack
+			ep.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, ep)
 	}
-	cases := make([]reflect.SelectCase, 0, len(chans)+2)
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
-	for _, c := range chans {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
-	}
-	chosen, _, _ := reflect.Select(cases)
-	return chosen >= 2
+}
+
+// isReplica reports whether broker id holds a replica of tp.
+func (b *Broker) isReplica(img *metadata.Image, tp storage.TopicPartition, id int32) bool {
+	part, ok := img.Partition(tp.Topic, tp.Partition)
+	return ok && slices.Contains(part.Replicas, id)
 }

@@ -75,15 +75,22 @@ func (l offsetsLog) Append(ctx context.Context, p int32, recs []group.Record) er
 		// leadership is NOT_COORDINATOR).
 		return fmt.Errorf("append to %s-%d: %w (%w)", offsetsTopic, p, err, kerr.ErrorForCode(errorCode(err)))
 	}
+	// Wait as acks=-1 does, on the same mechanism.
+	w := replica.NewWaiter()
+	defer w.Done()
+	w.Watch(rp, replica.HighWatermark)
 	for {
-		changed := rp.Changed()
-		if rp.Offsets().HighWater > info.LastOffset {
+		done, err := rp.AckState(info.LeaderEpoch, info.LastOffset)
+		if done && err != nil {
+			return fmt.Errorf("commit to %s-%d at %d: %w (%w)", offsetsTopic, p, info.LastOffset, err, kerr.ErrorForCode(errorCode(err)))
+		}
+		if done {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("wait for %s-%d to commit offset %d: %w", offsetsTopic, p, info.LastOffset, ctx.Err())
-		case <-changed:
+		case <-w.C():
 		}
 	}
 }

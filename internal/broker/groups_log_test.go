@@ -32,9 +32,9 @@ func offsetsReplica(t *testing.T, s replica.State) (*Broker, *replica.Partition)
 			t.Errorf("close logs: %v", err)
 		}
 	})
-	replicas := replica.NewManager(logs)
+	replicas := replica.NewManager(logs, 1)
 	replicas.SetLogger(slog.New(slog.DiscardHandler))
-	rp, err := replicas.Ensure(storage.TopicPartition{Topic: offsetsTopic, Partition: 0}, storage.DefaultConfig(), s)
+	rp, _, err := replicas.Ensure(storage.TopicPartition{Topic: offsetsTopic, Partition: 0}, storage.DefaultConfig(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func offsetsReplica(t *testing.T, s replica.State) (*Broker, *replica.Partition)
 // NOT_LEADER_OR_FOLLOWER, which the coordinator answers as NOT_COORDINATOR
 // (the client finds the new coordinator) rather than as a generic failure.
 func TestOffsetsLogAppendNotLeaderCarriesKafkaError(t *testing.T) {
-	b, _ := offsetsReplica(t, replica.State{Leader: false, LeaderEpoch: 1, ISR: []int32{1}})
+	b, _ := offsetsReplica(t, replica.State{LeaderID: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
 	err := offsetsLog{b}.Append(context.Background(), 0, []group.Record{{Key: []byte("k"), Value: []byte("v")}})
 	if !errors.Is(err, kerr.NotLeaderForPartition) {
 		t.Fatalf("append on a follower: %v, want NOT_LEADER_OR_FOLLOWER", err)
@@ -61,7 +61,7 @@ func TestOffsetsLogAppendNotLeaderCarriesKafkaError(t *testing.T) {
 func TestOffsetsLogReplayReadsToLogEnd(t *testing.T) {
 	// A two-replica ISR keeps the high watermark where it is until
 	// followers report (see replica.advanceHWLocked).
-	b, rp := offsetsReplica(t, replica.State{Leader: true, LeaderEpoch: 1, ISR: []int32{1, 2}})
+	b, rp := offsetsReplica(t, replica.State{LeaderID: 1, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
 	batch, err := recordbatch.Build(recordbatch.BuildOptions{
 		BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
 	}, []recordbatch.Record{{Key: []byte("k1"), Value: []byte("v1")}, {Key: []byte("k2"), Value: nil}})

@@ -4,18 +4,33 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weir-project/weir/internal/replica"
 	"github.com/weir-project/weir/internal/storage"
 )
 
+// ackWait is a partition of an acks=-1 produce waiting for its batch to
+// commit.
+type ackWait struct {
+	p           *replica.Partition
+	topic, part int // where its answer is in the response
+	sp          *kmsg.ProduceResponseTopicPartition
+	epoch       int32
+	last        int64
+}
+
 // handleProduce appends each partition's batches on the local leader.
-// acks=0 gets no response; acks=1 and -1 are answered after the append
-// (with a single in-sync replica, the leader's append is the commit).
+// acks=0 gets no response; acks=1 is answered after the leader's append;
+// acks=-1 once the high watermark has passed every partition's batch, or
+// at the request's timeout (REQUEST_TIMED_OUT for the partitions still
+// waiting), waiting on one waiter for all of them.
 func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	var waits []ackWait
 	acksValid := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
 	img := b.meta.Image()
 	for _, rt := range req.Topics {
@@ -46,7 +61,11 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 					break
 				}
 				rp.Records = records
-				b.produceOne(topic.Name, rp, req.Acks, &sp)
+				if w, ok := b.produceOne(topic.Name, rp, req.Acks, &sp); ok {
+					// Located by index: the slices still grow.
+					w.topic, w.part = len(resp.Topics), len(st.Partitions)
+					waits = append(waits, w)
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -54,6 +73,12 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 			st.Topic = ""
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if len(waits) > 0 {
+		for i := range waits {
+			waits[i].sp = &resp.Topics[waits[i].topic].Partitions[waits[i].part]
+		}
+		b.awaitAcks(ctx, waits, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	}
 	if req.Acks == 0 {
 		// The client expects no answer, so, like Kafka, close the
@@ -77,12 +102,14 @@ func isInternalTopic(name string) bool {
 	return name == offsetsTopic || name == "__transaction_state"
 }
 
-func (b *Broker) produceOne(topic string, rp kmsg.ProduceRequestTopicPartition, acks int16, sp *kmsg.ProduceResponseTopicPartition) {
+// produceOne appends one partition's batches; for acks=-1 it returns the
+// wait for their commit (ok=true).
+func (b *Broker) produceOne(topic string, rp kmsg.ProduceRequestTopicPartition, acks int16, sp *kmsg.ProduceResponseTopicPartition) (ackWait, bool) {
 	tp := storage.TopicPartition{Topic: topic, Partition: rp.Partition}
 	p := b.replicas.Get(tp)
 	if p == nil {
 		sp.ErrorCode = b.missingPartitionCode(tp)
-		return
+		return ackWait{}, false
 	}
 	info, err := p.AppendAsLeader(rp.Records, acks)
 	if err != nil {
@@ -94,9 +121,58 @@ func (b *Broker) produceOne(topic string, rp kmsg.ProduceRequestTopicPartition, 
 		} else {
 			b.log.Debug("produce rejected", slog.String("topic", topic), slog.Int("partition", int(rp.Partition)), slog.Any("err", err))
 		}
-		return
+		return ackWait{}, false
 	}
 	sp.BaseOffset = info.FirstOffset
 	sp.LogAppendTime = info.LogAppendTime
 	sp.LogStartOffset = info.LogStartOffset
+	if acks != -1 {
+		return ackWait{}, false
+	}
+	return ackWait{p: p, epoch: info.LeaderEpoch, last: info.LastOffset}, true
+}
+
+// awaitAcks waits until every batch is committed or can no longer be, or
+// the timeout passes, and sets each partition's error accordingly. A
+// partition that failed after its append keeps its offsets out of the
+// answer, as Kafka does.
+func (b *Broker) awaitAcks(ctx context.Context, waits []ackWait, timeout time.Duration) {
+	w := replica.NewWaiter()
+	defer w.Done()
+	for _, a := range waits {
+		w.Watch(a.p, replica.HighWatermark)
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	fail := func(a ackWait, err error) {
+		a.sp.ErrorCode = errorCode(err)
+		a.sp.ErrorMessage = errorMessage(err)
+		a.sp.BaseOffset, a.sp.LogAppendTime = -1, -1
+	}
+	for {
+		open := waits[:0]
+		for _, a := range waits {
+			done, err := a.p.AckState(a.epoch, a.last)
+			switch {
+			case !done:
+				open = append(open, a)
+			case err != nil:
+				fail(a, err)
+			}
+		}
+		waits = open
+		if len(waits) == 0 {
+			return
+		}
+		select {
+		case <-w.C():
+			continue
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		for _, a := range waits {
+			fail(a, fmt.Errorf("%w: batch at %d not replicated to the in-sync replicas within %v", kerr.RequestTimedOut, a.last, timeout))
+		}
+		return
+	}
 }

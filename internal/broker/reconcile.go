@@ -47,12 +47,14 @@ func (b *Broker) reconcile() error {
 			}
 			tp := storage.TopicPartition{Topic: t.Name, Partition: p.Partition}
 			want[tp] = true
-			_, err := b.replicas.Ensure(tp, cfg, replica.State{
-				Leader:      p.Leader == b.nodeID,
-				LeaderEpoch: p.LeaderEpoch,
-				ISR:         p.ISR,
-				MinISR:      minISR,
-				TopicID:     t.ID,
+			_, _, err := b.replicas.Ensure(tp, cfg, replica.State{
+				LeaderID:       p.Leader,
+				LeaderEpoch:    p.LeaderEpoch,
+				PartitionEpoch: p.PartitionEpoch,
+				Replicas:       p.Replicas,
+				ISR:            p.ISR,
+				MinISR:         minISR,
+				TopicID:        t.ID,
 			})
 			if err != nil {
 				errs = append(errs, err)
