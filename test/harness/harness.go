@@ -64,10 +64,11 @@ type Broker struct {
 	Addr      string   // client listener host:port
 	CtrlAddr  string   // controller listener host:port
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	done   chan struct{}
-	output bytes.Buffer // stderr of every run, for failure messages
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	started chan map[string]string // the bound listeners, once this run logged "weir started"
+	output  bytes.Buffer           // stderr of every run, for failure messages
 }
 
 // StartBroker starts a single-node broker on ephemeral loopback ports with
@@ -87,6 +88,14 @@ func StartBroker(t testing.TB, overrides ...string) *Broker {
 var listenerRE = regexp.MustCompile(`listener\.(\w+)=(\S+)`)
 
 func (b *Broker) start() {
+	b.t.Helper()
+	b.launch()
+	b.awaitStarted()
+}
+
+// launch starts the process without waiting for it to serve (the nodes
+// of a cluster come up together: none serves before a quorum exists).
+func (b *Broker) launch() {
 	b.t.Helper()
 	args := []string{"serve"}
 	for _, o := range b.Overrides {
@@ -129,7 +138,16 @@ func (b *Broker) start() {
 		cmd.Wait()
 	}()
 	b.mu.Lock()
-	b.cmd, b.done = cmd, done
+	b.cmd, b.done, b.started = cmd, done, started
+	b.mu.Unlock()
+}
+
+// awaitStarted waits for the launched process to log "weir started" and
+// records its bound addresses.
+func (b *Broker) awaitStarted() {
+	b.t.Helper()
+	b.mu.Lock()
+	done, started := b.done, b.started
 	b.mu.Unlock()
 	select {
 	case addrs := <-started:

@@ -1,0 +1,223 @@
+package ctrlclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Registration is what a broker tells the controller about itself.
+type Registration struct {
+	ClusterID   string
+	Incarnation [16]byte
+	Listeners   []kmsg.BrokerRegistrationRequestListener
+	Rack        string
+	// PreviousEpoch is the epoch of this broker's last registration, if
+	// it shut down cleanly (KIP-966); -1 otherwise.
+	PreviousEpoch int64
+}
+
+// Status is the broker's standing with the controller, from the last
+// heartbeat answer.
+type Status struct {
+	Epoch          int64 // -1 until registered
+	CaughtUp       bool
+	Fenced         bool
+	ShouldShutDown bool
+}
+
+// Lifecycle registers the broker and heartbeats, Kafka's broker
+// lifecycle: a registered broker is fenced until it has caught up with the
+// metadata log; a broker silent for broker.session.timeout.ms is fenced by
+// the controller; a stale epoch (the controller forgot us) re-registers.
+type Lifecycle struct {
+	c        *Client
+	reg      Registration
+	interval time.Duration
+	// offset is the metadata offset this broker has applied.
+	offset func() int64
+	log    *slog.Logger
+
+	mu           sync.Mutex
+	status       Status
+	wantShutdown bool
+	changed      chan struct{} // closed and replaced on every status change
+}
+
+// NewLifecycle prepares the lifecycle; Register, then Run.
+func NewLifecycle(c *Client, reg Registration, interval time.Duration, offset func() int64, logger *slog.Logger) *Lifecycle {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Lifecycle{c: c, reg: reg, interval: interval, offset: offset, log: logger,
+		status: Status{Epoch: -1, Fenced: true}, changed: make(chan struct{})}
+}
+
+// Status returns the latest status.
+func (l *Lifecycle) Status() Status {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.status
+}
+
+// Epoch is the broker epoch (-1 before registration).
+func (l *Lifecycle) Epoch() int64 { return l.Status().Epoch }
+
+// Changed returns a channel closed at the next status change.
+func (l *Lifecycle) Changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changed
+}
+
+func (l *Lifecycle) setStatus(s Status) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s == l.status {
+		return
+	}
+	old := l.status
+	l.status = s
+	close(l.changed)
+	l.changed = make(chan struct{})
+	if old.Epoch != s.Epoch || old.Fenced != s.Fenced {
+		l.log.Info("broker status", "epoch", s.Epoch, "fenced", s.Fenced, "caught_up", s.CaughtUp)
+	}
+}
+
+// Register registers the broker, retrying until the controller accepts it
+// or ctx ends, and returns the broker epoch.
+func (l *Lifecycle) Register(ctx context.Context) (int64, error) {
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.BrokerID = l.c.cfg.NodeID
+	req.ClusterID = l.reg.ClusterID
+	req.IncarnationID = l.reg.Incarnation
+	req.Listeners = l.reg.Listeners
+	if l.reg.Rack != "" {
+		req.Rack = kmsg.StringPtr(l.reg.Rack)
+	}
+	req.PreviousBrokerEpoch = l.reg.PreviousEpoch
+	for {
+		resp, err := l.c.Send(ctx, req)
+		if err != nil {
+			return -1, fmt.Errorf("register broker %d: %w", req.BrokerID, err)
+		}
+		r := resp.(*kmsg.BrokerRegistrationResponse)
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			if !kerr.IsRetriable(err) && !errors.Is(err, kerr.RequestTimedOut) {
+				return -1, fmt.Errorf("register broker %d: %w", req.BrokerID, err)
+			}
+			l.log.Warn("broker registration refused; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+				return -1, fmt.Errorf("register broker %d: %w (last: %v)", req.BrokerID, ctx.Err(), err)
+			case <-time.After(l.interval):
+			}
+			continue
+		}
+		l.setStatus(Status{Epoch: r.BrokerEpoch, Fenced: true})
+		return r.BrokerEpoch, nil
+	}
+}
+
+// Run heartbeats every interval until ctx ends, re-registering when the
+// controller no longer knows the epoch.
+func (l *Lifecycle) Run(ctx context.Context) {
+	t := time.NewTicker(l.interval)
+	defer t.Stop()
+	for {
+		if err := l.heartbeat(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("heartbeat failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// heartbeat sends one heartbeat and applies the answer.
+func (l *Lifecycle) heartbeat(ctx context.Context) error {
+	st := l.Status()
+	if st.Epoch < 0 {
+		_, err := l.Register(ctx)
+		return err
+	}
+	l.mu.Lock()
+	want := l.wantShutdown
+	l.mu.Unlock()
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.BrokerID = l.c.cfg.NodeID
+	req.BrokerEpoch = st.Epoch
+	req.CurrentMetadataOffset = l.offset()
+	req.WantShutdown = want
+	// Bounded by the interval: a late answer is worth less than the next
+	// heartbeat, and the session timeout is several intervals long.
+	hctx, cancel := context.WithTimeout(ctx, max(l.interval, time.Second))
+	defer cancel()
+	resp, err := l.c.Send(hctx, req)
+	if err != nil {
+		return err
+	}
+	r := resp.(*kmsg.BrokerHeartbeatResponse)
+	switch err := kerr.ErrorForCode(r.ErrorCode); {
+	case err == nil:
+	case errors.Is(err, kerr.StaleBrokerEpoch), errors.Is(err, kerr.BrokerIDNotRegistered):
+		l.log.Warn("controller does not know this broker's epoch; registering again", "epoch", st.Epoch, "err", err)
+		_, rerr := l.Register(ctx)
+		return rerr
+	default:
+		return fmt.Errorf("heartbeat: %w", err)
+	}
+	l.setStatus(Status{Epoch: st.Epoch, CaughtUp: r.IsCaughtUp, Fenced: r.IsFenced, ShouldShutDown: r.ShouldShutdown})
+	return nil
+}
+
+// ControlledShutdown asks the controller to move this broker's
+// leaderships away (heartbeats with WantShutDown) and waits until it says
+// the broker may stop, or ctx ends.
+func (l *Lifecycle) ControlledShutdown(ctx context.Context) error {
+	l.mu.Lock()
+	l.wantShutdown = true
+	l.mu.Unlock()
+	for {
+		ch := l.Changed()
+		if l.Status().ShouldShutDown {
+			return nil
+		}
+		if err := l.heartbeat(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("controlled shutdown heartbeat failed", "err", err)
+		}
+		if l.Status().ShouldShutDown {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("controlled shutdown: %w", ctx.Err())
+		case <-ch:
+		case <-time.After(l.interval):
+		}
+	}
+}
+
+// WaitUnfenced waits until the controller has unfenced this broker.
+func (l *Lifecycle) WaitUnfenced(ctx context.Context) error {
+	for {
+		ch := l.Changed()
+		if st := l.Status(); st.Epoch >= 0 && !st.Fenced {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait to be unfenced: %w", ctx.Err())
+		case <-ch:
+		}
+	}
+}

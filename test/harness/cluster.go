@@ -1,0 +1,265 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Cluster is several weir processes forming one cluster: node i+1 is
+// Nodes[i], every node a broker and a controller (a Raft voter).
+type Cluster struct {
+	t     testing.TB
+	Nodes []*Broker
+}
+
+// clusterDefaults make failure detection fast enough for tests; a test
+// may override any of them.
+var clusterDefaults = []string{
+	"broker.heartbeat.interval.ms=200",
+	"broker.session.timeout.ms=2000",
+	"replica.fetch.backoff.ms=100",
+	"offsets.topic.num.partitions=3",
+	"group.initial.rebalance.delay.ms=0",
+}
+
+// StartCluster starts n nodes on loopback ports with fresh data dirs and
+// waits until every one serves. Extra overrides apply to every node.
+func StartCluster(t testing.TB, n int, overrides ...string) *Cluster {
+	t.Helper()
+	ports := freePorts(t, 2*n)
+	var voters []string
+	for i := 0; i < n; i++ {
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[2*i+1]))
+	}
+	c := &Cluster{t: t}
+	for i := 0; i < n; i++ {
+		b := &Broker{t: t, Dir: t.TempDir()}
+		b.Overrides = append([]string{
+			"node.id=" + strconv.Itoa(i+1),
+			"process.roles=broker,controller",
+			"log.dirs=" + b.Dir,
+			fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", ports[2*i], ports[2*i+1]),
+			"controller.quorum.voters=" + strings.Join(voters, ","),
+		}, clusterDefaults...)
+		b.Overrides = append(b.Overrides, overrides...)
+		c.Nodes = append(c.Nodes, b)
+	}
+	for _, b := range c.Nodes {
+		b.launch()
+		t.Cleanup(b.Kill)
+	}
+	for _, b := range c.Nodes {
+		b.awaitStarted()
+	}
+	return c
+}
+
+// freePorts picks n distinct free loopback ports below the kernel's
+// ephemeral range (ip_local_port_range starts at 32768), so that no
+// outgoing connection can take one between the pick and the broker's
+// bind. Each test process draws from its own stripe to keep parallel
+// test packages apart.
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	const lo, hi = 10000, 32000
+	stripe := 100
+	base := lo + (os.Getpid()%((hi-lo)/stripe))*stripe
+	var out []int
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 10000 {
+			t.Fatalf("no %d free ports found", n)
+		}
+		var p int
+		if tries < stripe {
+			p = base + (tries+rand.IntN(stripe))%stripe
+		} else {
+			p = lo + rand.IntN(hi-lo)
+		}
+		if slices.Contains(out, p) || !portFree(p) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+var portsMu sync.Mutex
+var portsTaken = map[int]bool{}
+
+// portFree reports whether p can be bound now and was not handed out
+// before in this process.
+func portFree(p int) bool {
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	if portsTaken[p] {
+		return false
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	portsTaken[p] = true
+	return true
+}
+
+// Node returns node id (1-based).
+func (c *Cluster) Node(id int32) *Broker { return c.Nodes[id-1] }
+
+// Bootstrap is every node's client address, comma-separated.
+func (c *Cluster) Bootstrap() []string {
+	var out []string
+	for _, b := range c.Nodes {
+		out = append(out, b.Addr)
+	}
+	return out
+}
+
+// Client returns a franz-go client seeded with every node, closed when the
+// test ends; idempotent writes as in Broker.Client.
+func (c *Cluster) Client(opts ...kgo.Opt) *kgo.Client {
+	c.t.Helper()
+	all := append([]kgo.Opt{kgo.SeedBrokers(c.Bootstrap()...), kgo.RetryTimeout(60 * time.Second)}, opts...)
+	cl, err := kgo.NewClient(all...)
+	if err != nil && strings.Contains(err.Error(), "idempotency requires acks=all") {
+		cl, err = kgo.NewClient(append(all, kgo.DisableIdempotentWrite())...)
+	}
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// PartitionState is one partition as the metadata says.
+type PartitionState struct {
+	Leader      int32
+	LeaderEpoch int32
+	Replicas    []int32
+	ISR         []int32
+	Err         error
+}
+
+// Partition asks the live nodes, in turn, for a partition's state; the
+// first answer from a node that knows the topic wins.
+func (c *Cluster) Partition(topic string, p int32) (PartitionState, error) {
+	var lastErr error
+	for _, b := range c.Nodes {
+		if !b.Running() {
+			continue
+		}
+		st, err := partitionFrom(b.Addr, topic, p)
+		if err == nil {
+			return st, nil
+		}
+		lastErr = err
+	}
+	return PartitionState{}, fmt.Errorf("no node answered for %s-%d: %w", topic, p, lastErr)
+}
+
+func partitionFrom(addr, topic string, p int32) (PartitionState, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
+	if err != nil {
+		return PartitionState{}, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		return PartitionState{}, err
+	}
+	for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return PartitionState{}, err
+		}
+		for _, mp := range t.Partitions {
+			if mp.Partition == p {
+				return PartitionState{Leader: mp.Leader, LeaderEpoch: mp.LeaderEpoch, Replicas: mp.Replicas, ISR: mp.ISR, Err: kerr.ErrorForCode(mp.ErrorCode)}, nil
+			}
+		}
+	}
+	return PartitionState{}, fmt.Errorf("%s-%d not in the metadata of %s", topic, p, addr)
+}
+
+// WaitPartition waits until a partition's state satisfies cond.
+func (c *Cluster) WaitPartition(topic string, p int32, timeout time.Duration, what string, cond func(PartitionState) bool) PartitionState {
+	c.t.Helper()
+	var st PartitionState
+	WaitFor(c.t, timeout, fmt.Sprintf("%s-%d: %s", topic, p, what), func() bool {
+		var err error
+		st, err = c.Partition(topic, p)
+		return err == nil && cond(st)
+	})
+	return st
+}
+
+// WaitFullISR waits until the partition has a leader and all its replicas
+// in sync.
+func (c *Cluster) WaitFullISR(topic string, p int32, timeout time.Duration) PartitionState {
+	c.t.Helper()
+	return c.WaitPartition(topic, p, timeout, "a leader and a full ISR", func(st PartitionState) bool {
+		return st.Leader >= 0 && len(st.Replicas) > 0 && len(st.ISR) == len(st.Replicas)
+	})
+}
+
+// Leader is the partition's current leader node (waiting for one).
+func (c *Cluster) Leader(topic string, p int32, timeout time.Duration) *Broker {
+	c.t.Helper()
+	st := c.WaitPartition(topic, p, timeout, "a leader", func(st PartitionState) bool { return st.Leader > 0 })
+	return c.Node(st.Leader)
+}
+
+// Running reports whether the node's process is alive (possibly paused).
+func (b *Broker) Running() bool {
+	b.mu.Lock()
+	cmd, done := b.cmd, b.done
+	b.mu.Unlock()
+	if cmd == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Pause stops the process with SIGSTOP (it keeps its sockets: peers see a
+// node that accepts nothing and answers nothing).
+func (b *Broker) Pause() { b.sendOnly(syscall.SIGSTOP) }
+
+// Resume continues a paused process (SIGCONT).
+func (b *Broker) Resume() { b.sendOnly(syscall.SIGCONT) }
+
+func (b *Broker) sendOnly(sig syscall.Signal) {
+	b.t.Helper()
+	b.mu.Lock()
+	cmd := b.cmd
+	b.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		b.t.Fatalf("signal %v: no process", sig)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		b.t.Fatalf("signal %v to pid %d: %v", sig, cmd.Process.Pid, err)
+	}
+}
