@@ -153,11 +153,10 @@ func (p *Proxy) SetTarget(addr string) {
 	p.target = addr
 }
 
-// Hold buffers the bytes of d from now on instead of forwarding them;
-// Resume or Heal releases them in order (a Cut discards them with their
-// connections). A chunk already being written when Hold is called still
-// arrives. With the Kafka layer, a hook that calls Hold holds the frame
-// it was shown.
+// Hold buffers the bytes of d read from now on instead of forwarding
+// them; Resume or Heal releases them in order (a Cut discards them with
+// their connections). Bytes read before the call still go out. With the
+// Kafka layer, a hook that calls Hold holds the frame it was shown.
 func (p *Proxy) Hold(d Direction) { p.setFlow(d, flowHold) }
 
 // Drop discards the bytes of d from now on, and what d holds. Ends of

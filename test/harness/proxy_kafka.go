@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -22,15 +23,20 @@ const maxKafkaFrame = 256 << 20
 type chunker struct {
 	r     *bufio.Reader
 	kafka bool
+	buf   []byte // read buffer for raw chunks
 }
 
 // next returns the next chunk, whether it is a whole Kafka frame, and
 // the error that ended the stream (with any bytes read before it).
 func (c *chunker) next() ([]byte, bool, error) {
 	if !c.kafka {
-		buf := make([]byte, rawChunk)
-		n, err := c.r.Read(buf)
-		return buf[:n], false, err
+		if c.buf == nil {
+			c.buf = make([]byte, rawChunk)
+		}
+		n, err := c.r.Read(c.buf)
+		// A copy of just what was read: a held chunk must not pin a
+		// whole read buffer, maxHeld counts lengths.
+		return bytes.Clone(c.buf[:n]), false, err
 	}
 	var size [4]byte
 	if n, err := io.ReadFull(c.r, size[:]); err != nil {
