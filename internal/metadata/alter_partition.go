@@ -45,7 +45,7 @@ type AlterPartitionRequest struct {
 
 // AlterPartitionResult answers one ISRUpdate. Err is nil or wraps one
 // sentinel (ErrUnknownTopicID, ErrUnknownTopic, ErrNotController,
-// ErrFencedLeaderEpoch, ErrNotLeader, ErrInvalidUpdateVersion,
+// ErrFencedLeaderEpoch, ErrNotPartitionLeader, ErrInvalidUpdateVersion,
 // ErrInvalidRequest, ErrIneligibleReplica). On success State is the
 // partition as it now is, which the response carries (leader, ISR, epochs,
 // recovery state); an update that asks for the ISR the partition already
@@ -103,7 +103,7 @@ func alterOne(im *Image, brokerID int32, u ISRUpdate) (*Topic, Partition, error)
 		return nil, p, fmt.Errorf("%w: %s: leader epoch %d, the partition is at %d", ErrFencedLeaderEpoch, where, u.LeaderEpoch, p.LeaderEpoch)
 	}
 	if brokerID != p.Leader {
-		return nil, p, fmt.Errorf("%w: %s: the leader is %d", ErrNotLeader, where, p.Leader)
+		return nil, p, fmt.Errorf("%w: %s: the leader is %d", ErrNotPartitionLeader, where, p.Leader)
 	}
 	if u.PartitionEpoch < p.PartitionEpoch {
 		return nil, p, fmt.Errorf("%w: %s: partition epoch %d, the partition is at %d", ErrInvalidUpdateVersion, where, u.PartitionEpoch, p.PartitionEpoch)

@@ -132,7 +132,7 @@ func TestControllerAlterPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res) != 3 || !errors.Is(res[0].Err, ErrNotLeader) || res[1].Err != nil || !errors.Is(res[2].Err, ErrUnknownTopicID) {
+	if len(res) != 3 || !errors.Is(res[0].Err, ErrNotPartitionLeader) || res[1].Err != nil || !errors.Is(res[2].Err, ErrUnknownTopicID) {
 		t.Fatalf("results %+v", res)
 	}
 	if s := res[1].State; s.Leader != 1 || !slices.Equal(s.ISR, []int32{1}) || s.PartitionEpoch != 1 || s.LeaderEpoch != 0 {

@@ -73,9 +73,9 @@ func applyElectLeaders(im *Image, c *electLeadersCmd) ([]ElectionResult, error) 
 // none (Kafka's ReplicationControlManager.electLeader).
 //
 // Preferred: the first replica, if it is in the ISR and eligible and not
-// already leader. An offline partition whose preferred replica cannot lead
-// still gets a leader by the election rule if it has one, as Kafka's
-// preferred election does.
+// already leader. (Kafka's preferred election would also give an offline
+// partition another eligible ISR member; here an offline partition has
+// none, since every rule elects one as soon as there is one.)
 //
 // Unclean: only for an offline partition. An eligible ISR member is taken
 // first (a clean election); otherwise the first eligible replica in
@@ -89,16 +89,10 @@ func (im *Image) elect(p Partition, typ ElectionType) (Partition, error) {
 		if p.Leader == pref {
 			return p, ErrElectionNotNeeded
 		}
-		leader := int32(-1)
-		if slices.Contains(p.ISR, pref) && im.eligible(pref) {
-			leader = pref
-		} else if p.Leader == -1 {
-			leader = im.electFrom(p.Replicas, p.ISR, -1)
-		}
-		if leader == -1 {
+		if !slices.Contains(p.ISR, pref) || !im.eligible(pref) {
 			return p, ErrPreferredLeaderNotAvailable
 		}
-		np, _ := withState(p, leader, p.ISR, p.LeaderRecoveryState)
+		np, _ := withState(p, pref, p.ISR, p.LeaderRecoveryState)
 		return np, nil
 	case ElectUnclean:
 		if p.Leader != -1 {

@@ -40,20 +40,22 @@ var (
 	// its topic by id and the id is unknown.
 	ErrUnknownTopicID = errors.New("unknown topic id")
 	// ErrFencedLeaderEpoch: FENCED_LEADER_EPOCH (74). AlterPartition came
-	// with an older leader epoch than the partition's.
+	// with an older leader epoch than the partition's. (One newer than the
+	// controller's, or a newer partition epoch, is ErrNotController, as in
+	// Kafka: this controller is behind, and the leader retries.)
 	ErrFencedLeaderEpoch = errors.New("fenced leader epoch")
-	// ErrNotLeader: AlterPartition from a broker that does not lead the
-	// partition. Kafka's controller answers INVALID_REQUEST (42) here (its
-	// leader-side code treats that as "give up until new metadata");
-	// NOT_LEADER_OR_FOLLOWER (6) is what the same situation is called on
-	// the data path. Map it to INVALID_REQUEST on the AlterPartition wire.
-	ErrNotLeader = errors.New("not the partition leader")
+	// ErrNotPartitionLeader: AlterPartition from a broker that does not
+	// lead the partition. Kafka's controller answers INVALID_REQUEST (42)
+	// here (its leader side then gives up until new metadata arrives), not
+	// NOT_LEADER_OR_FOLLOWER (6), the data path's code for the same fact.
+	ErrNotPartitionLeader = errors.New("not the partition leader")
 	// ErrInvalidUpdateVersion: INVALID_UPDATE_VERSION (95). AlterPartition
 	// came with an older partition epoch: the compare-and-set failed.
 	ErrInvalidUpdateVersion = errors.New("invalid update version")
-	// ErrIneligibleReplica: INELIGIBLE_REPLICA (107). The new ISR names a
-	// broker that is not registered, fenced, in controlled shutdown, or
-	// not at the broker epoch the request gave for it.
+	// ErrIneligibleReplica: INELIGIBLE_REPLICA (107; Kafka answers
+	// AlterPartition v0-1 with OPERATION_NOT_ATTEMPTED, 55). The new ISR
+	// names a broker that is not registered, fenced, in controlled
+	// shutdown, or not at the broker epoch the request gave for it.
 	ErrIneligibleReplica = errors.New("ineligible replica")
 	// ErrElectionNotNeeded: ELECTION_NOT_NEEDED (84). The preferred replica
 	// already leads, or (unclean) the partition has a leader.

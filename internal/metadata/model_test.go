@@ -246,7 +246,7 @@ func (md *model) alter() {
 	case u.LeaderEpoch < p.LeaderEpoch:
 		md.want("stale leader epoch", err, ErrFencedLeaderEpoch)
 	case from != p.Leader:
-		md.want("not the leader", err, ErrNotLeader)
+		md.want("not the leader", err, ErrNotPartitionLeader)
 	case u.PartitionEpoch < p.PartitionEpoch:
 		md.want("stale partition epoch", err, ErrInvalidUpdateVersion)
 	default:

@@ -80,7 +80,7 @@ func TestAlterPartitionRejections(t *testing.T) {
 		{"newer leader epoch", 2, with(func(u *ISRUpdate) { u.LeaderEpoch++ }), ErrNotController},
 		{"newer partition epoch", 2, with(func(u *ISRUpdate) { u.PartitionEpoch++ }), ErrNotController},
 		{"older leader epoch", 2, with(func(u *ISRUpdate) { u.LeaderEpoch-- }), ErrFencedLeaderEpoch},
-		{"not the leader", 3, ok(), ErrNotLeader},
+		{"not the leader", 3, ok(), ErrNotPartitionLeader},
 		{"older partition epoch", 2, with(func(u *ISRUpdate) { u.PartitionEpoch-- }), ErrInvalidUpdateVersion},
 		{"not a replica", 2, with(func(u *ISRUpdate) { u.NewISR = ISRMembers([]int32{2, 4}) }), ErrInvalidRequest},
 		{"duplicate member", 2, with(func(u *ISRUpdate) { u.NewISR = ISRMembers([]int32{2, 3, 3}) }), ErrInvalidRequest},
