@@ -50,17 +50,17 @@ type Config struct {
 	ValidateTopicName   func(name string) error
 	ValidateTopicConfig func(key, value string) error
 
-	// DefaultPartitions (num.partitions, default 1) and
-	// DefaultReplicationFactor (default.replication.factor, default 1) are
-	// used when a CreateTopic asks for -1.
-	DefaultPartitions        int32
-	DefaultReplicationFactor int16
-
 	// UncleanLeaderElectionEnable is the broker default of
 	// unclean.leader.election.enable (Kafka: false): where it (or the
 	// topic's override) is true, an offline partition elects any live
 	// replica (see ElectUncleanLeaders).
 	UncleanLeaderElectionEnable bool
+
+	// DefaultPartitions (num.partitions, default 1) and
+	// DefaultReplicationFactor (default.replication.factor, default 1) are
+	// used when a CreateTopic asks for -1.
+	DefaultPartitions        int32
+	DefaultReplicationFactor int16
 
 	// Raft timing. Defaults (1s, 1s, 500ms) make a single node leader
 	// within about 1-2 s of start; tests use ~100 ms.

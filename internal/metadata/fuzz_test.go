@@ -14,14 +14,6 @@ func FuzzApplyCommand(f *testing.F) {
 		t cmdType
 		p any
 	}{
-		{cmdBootstrap, bootstrapCmd{ClusterID: "x"}},
-		{cmdRegisterBroker, registerBrokerCmd{Broker: Broker{ID: 3, Host: "h", Port: 9092, Endpoints: []Endpoint{{Listener: "PLAINTEXT", Host: "h", Port: 9092}}}}},
-		{cmdCreateTopic, createTopicCmd{Name: "new", ID: [16]byte{7}, Assignments: [][]int32{{1}, {2, 1}}}},
-		{cmdCreateTopic, createTopicCmd{Name: "new", ID: [16]byte{7}, Assignments: [][]int32{{1, 2}}, Configs: map[string]string{"k": "v"}}},
-		{cmdDeleteTopic, deleteTopicCmd{Name: "t"}},
-		{cmdCreatePartitions, createPartitionsCmd{Name: "t", Total: 3, Assignments: [][]int32{{2, 1}}}},
-		{cmdAlterConfigs, alterConfigsCmd{Name: "t", Set: map[string]*string{"a": strp("1"), "b": nil}, ReplaceAll: true}},
-		{cmdAllocateProducerIDs, allocateProducerIDsCmd{N: 1000}},
 		{cmdRegisterBroker, registerBrokerCmd{Broker: Broker{ID: 1, Host: "h", Port: 1, Incarnation: [16]byte{5}}}},
 		{cmdFenceBroker, fenceBrokerCmd{brokerRef{ID: 1}}},
 		{cmdUnfenceBroker, unfenceBrokerCmd{brokerRef{ID: 2}}},
@@ -31,6 +23,14 @@ func FuzzApplyCommand(f *testing.F) {
 			{TopicID: [16]byte{1}, Partition: 1, NewISR: []ISRMember{{BrokerID: 2, BrokerEpoch: 0}, {BrokerID: 1, BrokerEpoch: -1}}, LeaderRecoveryState: 1}}}},
 		{cmdElectLeaders, electLeadersCmd{Type: ElectPreferred, Partitions: []partitionRef{{TopicID: [16]byte{1}, Partition: 1}}}},
 		{cmdElectLeaders, electLeadersCmd{Type: ElectUnclean, Partitions: []partitionRef{{TopicID: [16]byte{1}}, {TopicID: [16]byte{2}, Partition: -1}}}},
+		{cmdBootstrap, bootstrapCmd{ClusterID: "x"}},
+		{cmdRegisterBroker, registerBrokerCmd{Broker: Broker{ID: 3, Host: "h", Port: 9092, Endpoints: []Endpoint{{Listener: "PLAINTEXT", Host: "h", Port: 9092}}}}},
+		{cmdCreateTopic, createTopicCmd{Name: "new", ID: [16]byte{7}, Assignments: [][]int32{{1}, {2, 1}}}},
+		{cmdCreateTopic, createTopicCmd{Name: "new", ID: [16]byte{7}, Assignments: [][]int32{{1, 2}}, Configs: map[string]string{"k": "v"}}},
+		{cmdDeleteTopic, deleteTopicCmd{Name: "t"}},
+		{cmdCreatePartitions, createPartitionsCmd{Name: "t", Total: 3, Assignments: [][]int32{{2, 1}}}},
+		{cmdAlterConfigs, alterConfigsCmd{Name: "t", Set: map[string]*string{"a": strp("1"), "b": nil}, ReplaceAll: true}},
+		{cmdAllocateProducerIDs, allocateProducerIDsCmd{N: 1000}},
 	}
 	for _, s := range seeds {
 		f.Add(mustCommand(f, s.t, s.p))
