@@ -31,7 +31,9 @@
 // this package: sessions and timers are soft state of the controller)
 // calls, with the broker epoch:
 //
-//   - UnfenceBroker once the broker has caught up with the metadata;
+//   - UnfenceBroker once the broker has caught up with the metadata (as in
+//     KRaft: its heartbeat's metadata offset, the Image.Index of the image
+//     it has applied, has reached its broker epoch);
 //   - FenceBroker when its session times out or it asks WantFence;
 //   - BeginControlledShutdown when it asks WantShutDown, answering
 //     ShouldShutDown from Image.ShouldShutDown and fencing the broker once
