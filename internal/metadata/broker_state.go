@@ -49,7 +49,7 @@ func applyRegisterBroker(im *Image, index uint64, c *registerBrokerCmd) (int64, 
 	return b.Epoch, nil
 }
 
-// checkBrokerEpoch returns the registration r names, or ErrStaleBrokerEpoch
+// checkBrokerEpoch returns broker id's registration, or ErrStaleBrokerEpoch
 // if the broker is not registered at that epoch.
 func checkBrokerEpoch(im *Image, id int32, epoch int64) (*Broker, error) {
 	b := im.brokers[id]
