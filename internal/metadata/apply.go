@@ -9,8 +9,11 @@ import (
 
 // applyResult is what FSM.Apply returns through the ApplyFuture's Response.
 type applyResult struct {
-	topic           *Topic // create_topic
-	firstProducerID int64  // allocate_producer_ids
+	topic           *Topic                 // create_topic
+	firstProducerID int64                  // allocate_producer_ids
+	brokerEpoch     int64                  // register_broker
+	altered         []AlterPartitionResult // alter_partition
+	elected         []ElectionResult       // elect_leaders
 	err             error
 }
 
@@ -27,10 +30,20 @@ func applyCommand(im *Image, index uint64, data []byte) (*Image, applyResult) {
 	next.index = index
 	var res applyResult
 	switch c := payload.(type) {
+	case *fenceBrokerCmd:
+		res.err = applyFenceBroker(next, c)
+	case *unfenceBrokerCmd:
+		res.err = applyUnfenceBroker(next, c)
+	case *controlledShutdownCmd:
+		res.err = applyBeginControlledShutdown(next, c)
+	case *alterPartitionCmd:
+		res.altered, res.err = applyAlterPartition(next, c)
+	case *electLeadersCmd:
+		res.elected, res.err = applyElectLeaders(next, c)
 	case *bootstrapCmd:
 		res.err = applyBootstrap(next, c)
 	case *registerBrokerCmd:
-		res.err = applyRegisterBroker(next, c)
+		res.brokerEpoch, res.err = applyRegisterBroker(next, index, c)
 	case *createTopicCmd:
 		res.topic, res.err = applyCreateTopic(next, c)
 	case *deleteTopicCmd:
@@ -68,29 +81,28 @@ func applyBootstrap(im *Image, c *bootstrapCmd) error {
 	return nil // a second bootstrap keeps the first id
 }
 
-func applyRegisterBroker(im *Image, c *registerBrokerCmd) error {
-	b := c.Broker
-	if b.ID < 0 {
-		return fmt.Errorf("register broker: invalid id %d", b.ID)
-	}
-	if b.Port < 0 || b.Port > math.MaxUint16 {
-		return fmt.Errorf("register broker %d: invalid port %d", b.ID, b.Port)
-	}
-	b.Endpoints = slices.Clone(b.Endpoints)
-	im.brokers[b.ID] = &b
-	return nil
-}
-
-// newPartitions builds fresh partitions numbered from first: leader is the
-// first replica, epochs 0, ISR = all replicas.
-func newPartitions(first int, assignments [][]int32) []Partition {
+// newPartitions builds fresh partitions numbered from first, epochs 0: the
+// ISR is the eligible replicas (an empty partition's replicas all hold
+// everything, as in Kafka) and the leader the first of them, -1 if none
+// (checkAssignments refuses that).
+func newPartitions(im *Image, first int, assignments [][]int32) []Partition {
 	out := make([]Partition, len(assignments))
 	for i, replicas := range assignments {
+		isr := make([]int32, 0, len(replicas))
+		for _, r := range replicas {
+			if im.eligible(r) {
+				isr = append(isr, r)
+			}
+		}
+		leader := int32(-1)
+		if len(isr) > 0 {
+			leader = isr[0]
+		}
 		out[i] = Partition{
 			Partition: int32(first + i),
-			Leader:    replicas[0],
+			Leader:    leader,
 			Replicas:  slices.Clone(replicas),
-			ISR:       slices.Clone(replicas),
+			ISR:       isr,
 		}
 	}
 	return out
@@ -123,7 +135,7 @@ func applyCreateTopic(im *Image, c *createTopicCmd) (*Topic, error) {
 	t := &Topic{
 		Name:       c.Name,
 		ID:         c.ID,
-		Partitions: newPartitions(0, c.Assignments),
+		Partitions: newPartitions(im, 0, c.Assignments),
 		Configs:    maps.Clone(c.Configs),
 	}
 	im.putTopic(t)
@@ -168,7 +180,7 @@ func applyCreatePartitions(im *Image, c *createPartitionsCmd) error {
 		return err
 	}
 	nt := *t
-	nt.Partitions = slices.Concat(t.Partitions, newPartitions(cur, c.Assignments))
+	nt.Partitions = slices.Concat(t.Partitions, newPartitions(im, cur, c.Assignments))
 	im.putTopic(&nt)
 	return nil
 }

@@ -34,6 +34,9 @@ type bootstrapCmd struct {
 	ClusterID string `json:"clusterId"`
 }
 
+// registerBrokerCmd registers b. The state machine decides its epoch and
+// fencing; a zero incarnation is a legacy registration (logs written
+// before the broker lifecycle existed hold only those).
 type registerBrokerCmd struct {
 	Broker Broker `json:"broker"`
 }
@@ -112,7 +115,9 @@ func decodeCommand(b []byte) (cmdType, any, error) {
 	case cmdAllocateProducerIDs:
 		payload = &allocateProducerIDsCmd{}
 	default:
-		return "", nil, fmt.Errorf("decode command: unknown type %q", env.Type)
+		if payload = clusterPayload(env.Type); payload == nil {
+			return "", nil, fmt.Errorf("decode command: unknown type %q", env.Type)
+		}
 	}
 	if err := json.Unmarshal(env.Data, payload); err != nil {
 		return "", nil, fmt.Errorf("decode %s command: %w", env.Type, err)

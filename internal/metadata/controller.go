@@ -1,10 +1,3 @@
-// Package metadata keeps the cluster metadata (brokers, topics, partition
-// assignment, leaders, epochs, ISR, configs, producer id blocks) in a Raft
-// replicated state machine on hashicorp/raft, and offers the controller
-// operations that change it. A single node is a Raft cluster of one voter.
-//
-// Readers take an immutable *Image (Controller.Image) and wait for the next
-// one with Controller.Changes; only the Raft leader accepts changes.
 package metadata
 
 import (
@@ -42,6 +35,10 @@ type Config struct {
 	// means this node alone. This node's entry, if any, is replaced by the
 	// bound address.
 	Voters map[int32]string
+	// Join starts a node with an empty directory without bootstrapping: it
+	// waits to be added to an existing cluster (a broker-only node, which
+	// the controller adds with AddNonvoter). Voters must then be empty.
+	Join bool
 	// ClusterID, if set, is the id the first bootstrap records (e.g. from
 	// meta.properties); otherwise a random one is generated.
 	ClusterID string
@@ -52,6 +49,12 @@ type Config struct {
 	// key" respectively.
 	ValidateTopicName   func(name string) error
 	ValidateTopicConfig func(key, value string) error
+
+	// UncleanLeaderElectionEnable is the broker default of
+	// unclean.leader.election.enable (Kafka: false): where it (or the
+	// topic's override) is true, an offline partition elects any live
+	// replica (see ElectUncleanLeaders).
+	UncleanLeaderElectionEnable bool
 
 	// DefaultPartitions (num.partitions, default 1) and
 	// DefaultReplicationFactor (default.replication.factor, default 1) are
@@ -136,6 +139,9 @@ func Open(cfg Config) (*Controller, error) {
 	if cfg.NodeID < 0 {
 		return nil, fmt.Errorf("open metadata: invalid node id %d", cfg.NodeID)
 	}
+	if cfg.Join && len(cfg.Voters) > 0 {
+		return nil, fmt.Errorf("open metadata: a node that joins an existing cluster bootstraps no voters")
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open metadata dir: %w", err)
 	}
@@ -202,7 +208,9 @@ func (c *Controller) start() error {
 	if err != nil {
 		return fmt.Errorf("inspect raft state in %s: %w", c.cfg.Dir, err)
 	}
-	if !existing {
+	if !existing && c.cfg.Join {
+		c.log.Info("waiting to be added to the metadata raft cluster", "dir", c.cfg.Dir)
+	} else if !existing {
 		voters := c.bootstrapServers(rc.LocalID)
 		if err := raft.BootstrapCluster(rc, store, store, snaps, transport, voters); err != nil {
 			return fmt.Errorf("bootstrap raft cluster: %w", err)

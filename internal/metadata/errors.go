@@ -28,4 +28,42 @@ var (
 	ErrInvalidRequest = errors.New("invalid request")
 	// ErrClosed is returned by calls made after Close.
 	ErrClosed = errors.New("metadata controller closed")
+
+	// Cluster membership and partition state (the KRaft controller APIs).
+
+	// ErrStaleBrokerEpoch: STALE_BROKER_EPOCH (77). A fence, unfence,
+	// controlled shutdown or AlterPartition named a broker epoch that is
+	// not the broker's current registration (or an unregistered broker),
+	// as Kafka's controller answers a heartbeat or AlterPartition then.
+	ErrStaleBrokerEpoch = errors.New("stale broker epoch")
+	// ErrUnknownTopicID: UNKNOWN_TOPIC_ID (100). AlterPartition v2+ names
+	// its topic by id and the id is unknown.
+	ErrUnknownTopicID = errors.New("unknown topic id")
+	// ErrFencedLeaderEpoch: FENCED_LEADER_EPOCH (74). AlterPartition came
+	// with an older leader epoch than the partition's. (One newer than the
+	// controller's, or a newer partition epoch, is ErrNotController, as in
+	// Kafka: this controller is behind, and the leader retries.)
+	ErrFencedLeaderEpoch = errors.New("fenced leader epoch")
+	// ErrNotPartitionLeader: AlterPartition from a broker that does not
+	// lead the partition. Kafka's controller answers INVALID_REQUEST (42)
+	// here (its leader side then gives up until new metadata arrives), not
+	// NOT_LEADER_OR_FOLLOWER (6), the data path's code for the same fact.
+	ErrNotPartitionLeader = errors.New("not the partition leader")
+	// ErrInvalidUpdateVersion: INVALID_UPDATE_VERSION (95). AlterPartition
+	// came with an older partition epoch: the compare-and-set failed.
+	ErrInvalidUpdateVersion = errors.New("invalid update version")
+	// ErrIneligibleReplica: INELIGIBLE_REPLICA (107; Kafka answers
+	// AlterPartition v0-1 with OPERATION_NOT_ATTEMPTED, 55). The new ISR
+	// names a broker that is not registered, fenced, in controlled
+	// shutdown, or not at the broker epoch the request gave for it.
+	ErrIneligibleReplica = errors.New("ineligible replica")
+	// ErrElectionNotNeeded: ELECTION_NOT_NEEDED (84). The preferred replica
+	// already leads, or (unclean) the partition has a leader.
+	ErrElectionNotNeeded = errors.New("election not needed")
+	// ErrPreferredLeaderNotAvailable: PREFERRED_LEADER_NOT_AVAILABLE (80).
+	// The preferred replica is not in the ISR or not eligible.
+	ErrPreferredLeaderNotAvailable = errors.New("preferred leader not available")
+	// ErrEligibleLeadersNotAvailable: ELIGIBLE_LEADERS_NOT_AVAILABLE (83).
+	// An unclean election found no live replica.
+	ErrEligibleLeadersNotAvailable = errors.New("eligible leaders not available")
 )

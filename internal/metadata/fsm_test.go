@@ -142,7 +142,16 @@ func (readCloser) Close() error { return nil }
 func TestDecodeSnapshotRejectsBrokenInvariants(t *testing.T) {
 	cases := map[string]string{
 		"garbage":         `{{`,
-		"version":         `{"version":2}`,
+		"version 0":       `{"version":0}`,
+		"version 3":       `{"version":3}`,
+		"negative epoch":  `{"version":2,"brokers":[{"id":1,"epoch":-1}]}`,
+		"empty isr":       `{"version":2,"topics":[{"name":"a","id":[1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"partitions":[{"partition":0,"leader":1,"replicas":[1],"isr":[]}]}]}`,
+		"isr not replica": `{"version":2,"topics":[{"name":"a","id":[1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"partitions":[{"partition":0,"leader":1,"replicas":[1],"isr":[1,2]}]}]}`,
+		"isr duplicate":   `{"version":2,"topics":[{"name":"a","id":[1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"partitions":[{"partition":0,"leader":1,"replicas":[1,2],"isr":[1,1]}]}]}`,
+		"dup replica":     `{"version":2,"topics":[{"name":"a","id":[1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"partitions":[{"partition":0,"leader":1,"replicas":[1,1],"isr":[1]}]}]}`,
+		"leader not isr":  `{"version":2,"topics":[{"name":"a","id":[1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"partitions":[{"partition":0,"leader":2,"replicas":[1,2],"isr":[1]}]}]}`,
+		"bad recovery":    `{"version":2,"topics":[{"name":"a","id":[1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"partitions":[{"partition":0,"leader":1,"replicas":[1],"isr":[1],"leaderRecoveryState":2}]}]}`,
+		"neg part epoch":  `{"version":2,"topics":[{"name":"a","id":[1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"partitions":[{"partition":0,"leader":1,"replicas":[1],"isr":[1],"partitionEpoch":-1}]}]}`,
 		"negative pid":    `{"version":1,"nextProducerId":-1}`,
 		"dup broker":      `{"version":1,"brokers":[{"id":1},{"id":1}]}`,
 		"null topic":      `{"version":1,"topics":[null]}`,
@@ -163,9 +172,9 @@ func TestDecodeSnapshotRejectsBrokenInvariants(t *testing.T) {
 
 func TestPlaceSpreadsReplicas(t *testing.T) {
 	for n := 1; n <= 6; n++ {
-		brokers := make([]int32, n)
+		brokers := make([]placementBroker, n)
 		for i := range brokers {
-			brokers[i] = int32(10 + i)
+			brokers[i] = placementBroker{id: int32(10 + i)}
 		}
 		for rf := 1; rf <= n; rf++ {
 			for start := 0; start < n; start++ {
@@ -188,8 +197,8 @@ func TestPlaceSpreadsReplicas(t *testing.T) {
 					}
 					leaders[r[0]]++
 				}
-				for _, id := range brokers {
-					if leaders[id] != 3 || replicas[id] != 3*rf {
+				for _, b := range brokers {
+					if id := b.id; leaders[id] != 3 || replicas[id] != 3*rf {
 						t.Fatalf("n=%d rf=%d start=%d: unbalanced leaders %v replicas %v", n, rf, start, leaders, replicas)
 					}
 				}
@@ -199,7 +208,7 @@ func TestPlaceSpreadsReplicas(t *testing.T) {
 }
 
 func TestPlaceContinuesNumbering(t *testing.T) {
-	brokers := []int32{1, 2, 3}
+	brokers := []placementBroker{{id: 1}, {id: 2}, {id: 3}}
 	all := place(brokers, 0, 9, 2, 1)
 	tail := place(brokers, 4, 5, 2, 1)
 	for i, r := range tail {

@@ -14,6 +14,15 @@ func FuzzApplyCommand(f *testing.F) {
 		t cmdType
 		p any
 	}{
+		{cmdRegisterBroker, registerBrokerCmd{Broker: Broker{ID: 1, Host: "h", Port: 1, Incarnation: [16]byte{5}}}},
+		{cmdFenceBroker, fenceBrokerCmd{brokerRef{ID: 1}}},
+		{cmdUnfenceBroker, unfenceBrokerCmd{brokerRef{ID: 2}}},
+		{cmdBeginControlledShutdown, controlledShutdownCmd{brokerRef{ID: 1}}},
+		{cmdAlterPartition, alterPartitionCmd{BrokerID: 1, Updates: []ISRUpdate{
+			{TopicID: [16]byte{1}, NewISR: ISRMembers([]int32{1})},
+			{TopicID: [16]byte{1}, Partition: 1, NewISR: []ISRMember{{BrokerID: 2, BrokerEpoch: 0}, {BrokerID: 1, BrokerEpoch: -1}}, LeaderRecoveryState: 1}}}},
+		{cmdElectLeaders, electLeadersCmd{Type: ElectPreferred, Partitions: []partitionRef{{TopicID: [16]byte{1}, Partition: 1}}}},
+		{cmdElectLeaders, electLeadersCmd{Type: ElectUnclean, Partitions: []partitionRef{{TopicID: [16]byte{1}}, {TopicID: [16]byte{2}, Partition: -1}}}},
 		{cmdBootstrap, bootstrapCmd{ClusterID: "x"}},
 		{cmdRegisterBroker, registerBrokerCmd{Broker: Broker{ID: 3, Host: "h", Port: 9092, Endpoints: []Endpoint{{Listener: "PLAINTEXT", Host: "h", Port: 9092}}}}},
 		{cmdCreateTopic, createTopicCmd{Name: "new", ID: [16]byte{7}, Assignments: [][]int32{{1}, {2, 1}}}},
@@ -29,6 +38,9 @@ func FuzzApplyCommand(f *testing.F) {
 	f.Add([]byte(`{"v":1,"type":"create_topic","data":{"name":"a_b","id":[9],"assignments":[[1]]}}`))
 	f.Add([]byte(`{"v":1,"type":"allocate_producer_ids","data":{"n":9223372036854775807}}`))
 	f.Add([]byte(`null`))
+	for _, e := range oldLog {
+		f.Add([]byte(e))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		base := seededFSM(t).current()
 		before := stateBytes(t, base)
@@ -44,6 +56,13 @@ func FuzzApplyCommand(f *testing.F) {
 				t.Fatalf("rejected command changed state: %v", res.err)
 			}
 			return
+		}
+		// Whatever a command does, the cluster rules hold after it.
+		if err := checkImage(next); err != nil {
+			t.Fatalf("accepted command %q broke an invariant: %v", data, err)
+		}
+		if err := checkStep(base, next, 1); err != nil {
+			t.Fatalf("accepted command %q: %v", data, err)
 		}
 		encoded := stateBytes(t, next)
 		restored, err := decodeSnapshot(bytes.NewReader(encoded))
@@ -66,6 +85,8 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	}
 	f.Add(buf.Bytes())
 	f.Add([]byte(`{"version":1}`))
+	f.Add([]byte(oldSnapshot))
+	f.Add([]byte(`{"version":2,"brokers":[{"id":1,"incarnation":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16],"epoch":12,"fenced":true,"inControlledShutdown":true}],"topics":[{"name":"a","id":[1],"partitions":[{"partition":0,"leader":-1,"leaderEpoch":3,"replicas":[1,2],"isr":[1],"partitionEpoch":5,"leaderRecoveryState":1}]}]}`))
 	f.Add([]byte(`{"version":1,"topics":[{"name":"a","id":[1],"partitions":[{"partition":0,"replicas":[1]}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		im, err := decodeSnapshot(bytes.NewReader(data))

@@ -16,13 +16,35 @@ type Endpoint struct {
 
 // Broker is a registered broker. Host and Port are what Metadata responses
 // advertise; Endpoints lists every listener for clients that need them.
+//
+// Incarnation, Epoch, Fenced and InControlledShutdown are its lifecycle
+// (see the package documentation). A legacy registration, from a log or
+// snapshot written before the lifecycle existed or from RegisterBroker, has
+// a zero Incarnation and Epoch 0 and is never fenced by registering.
 type Broker struct {
 	ID        int32      `json:"id"`
 	Host      string     `json:"host"`
 	Port      int32      `json:"port"`
 	Rack      string     `json:"rack,omitempty"` // "" means no rack
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
+
+	// Incarnation identifies one run of the broker process: a new value
+	// is a restart.
+	Incarnation [16]byte `json:"incarnation,omitzero"`
+	// Epoch is the broker epoch: the Raft index of the command that
+	// registered this incarnation, as in KRaft.
+	Epoch int64 `json:"epoch,omitempty"`
+	// Fenced brokers lead nothing and are in no ISR (except as its only
+	// member, which Kafka never removes).
+	Fenced bool `json:"fenced,omitempty"`
+	// InControlledShutdown: the broker asked to shut down; its leaderships
+	// moved away where they could and it joins no ISR.
+	InControlledShutdown bool `json:"inControlledShutdown,omitempty"`
 }
+
+// Eligible reports whether the broker may lead and join ISRs: unfenced
+// and not shutting down (Kafka's "active").
+func (b Broker) Eligible() bool { return !b.Fenced && !b.InControlledShutdown }
 
 // Partition is the controller's view of one partition: who leads it, with
 // which epoch, and which replicas are in sync.
@@ -33,7 +55,17 @@ type Partition struct {
 	Replicas       []int32 `json:"replicas"`
 	ISR            []int32 `json:"isr"`
 	PartitionEpoch int32   `json:"partitionEpoch"`
+	// LeaderRecoveryState is Kafka's (KIP-704): LeaderRecovering after an
+	// unclean election until the leader reports it recovered through
+	// AlterPartition; meanwhile the ISR stays {leader}.
+	LeaderRecoveryState int8 `json:"leaderRecoveryState,omitempty"`
 }
+
+// Leader recovery states (Kafka's LeaderRecoveryState values).
+const (
+	LeaderRecovered  int8 = 0
+	LeaderRecovering int8 = 1
+)
 
 // Topic is a topic with its partitions (index i holds partition i) and its
 // config overrides (only keys set explicitly; defaults live elsewhere).

@@ -23,8 +23,12 @@ type CreateTopic struct {
 	ValidateOnly bool
 }
 
-// RegisterBroker records b (replacing an earlier registration of its id).
+// RegisterBroker records b as a legacy registration (replacing an earlier
+// registration of its id): unfenced at once, broker epoch 0, no
+// incarnation. It is what a broker without heartbeats does at start; a
+// broker that heartbeats registers with RegisterIncarnation instead.
 func (c *Controller) RegisterBroker(ctx context.Context, b Broker) error {
+	b.Incarnation, b.Epoch, b.Fenced, b.InControlledShutdown = [16]byte{}, 0, false, false
 	_, err := c.propose(ctx, cmdRegisterBroker, registerBrokerCmd{Broker: b})
 	if err != nil {
 		return fmt.Errorf("register broker %d: %w", b.ID, err)
@@ -56,7 +60,7 @@ func (c *Controller) CreateTopic(ctx context.Context, r CreateTopic) (*Topic, er
 	}
 	cmd := createTopicCmd{Name: r.Name, Assignments: assignments, Configs: r.Configs}
 	if r.ValidateOnly {
-		return &Topic{Name: r.Name, Partitions: newPartitions(0, assignments), Configs: r.Configs}, nil
+		return &Topic{Name: r.Name, Partitions: newPartitions(im, 0, assignments), Configs: r.Configs}, nil
 	}
 	for {
 		if cmd.ID, err = newUUID(); err != nil {
@@ -74,7 +78,7 @@ func (c *Controller) CreateTopic(ctx context.Context, r CreateTopic) (*Topic, er
 }
 
 // assignmentsFor returns the replica lists for a new topic: the manual
-// assignment checked, or a placement over the registered brokers.
+// assignment checked, or a placement over the available brokers.
 func (c *Controller) assignmentsFor(im *Image, r CreateTopic) ([][]int32, error) {
 	if len(r.Assignments) > 0 {
 		if r.NumPartitions != -1 || r.ReplicationFactor != -1 {
@@ -109,13 +113,13 @@ func (c *Controller) assignmentsFor(im *Image, r CreateTopic) ([][]int32, error)
 	return place(brokers, 0, np, rf, rand.IntN(len(brokers))), nil
 }
 
-// brokersFor returns the registered broker ids if they can hold rf
-// replicas of a partition.
-func brokersFor(im *Image, rf int) ([]int32, error) {
+// brokersFor returns the brokers placement may use (registered, unfenced,
+// not shutting down) if they can hold rf replicas of a partition.
+func brokersFor(im *Image, rf int) ([]placementBroker, error) {
 	if rf < 1 {
 		return nil, fmt.Errorf("%w: replication factor must be at least 1, got %d", ErrInvalidReplicationFactor, rf)
 	}
-	brokers := im.BrokerIDs()
+	brokers := im.placementBrokers()
 	if rf > len(brokers) {
 		return nil, fmt.Errorf("%w: replication factor %d larger than %d available brokers", ErrInvalidReplicationFactor, rf, len(brokers))
 	}

@@ -70,7 +70,7 @@ func (c *Controller) WaitLeader(ctx context.Context) error {
 			}
 		} else if _, _, ok := c.Leader(); ok {
 			commit := c.raft.CommitIndex()
-			if commit > 0 && c.raft.AppliedIndex() >= commit && c.Image().ClusterID() != "" {
+			if commit > 0 && c.raft.AppliedIndex() >= commit && c.fsmCaughtUp(commit) && c.Image().ClusterID() != "" {
 				return nil
 			}
 		}
@@ -82,6 +82,27 @@ func (c *Controller) WaitLeader(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// fsmCaughtUp reports whether the state machine holds every command up to
+// index. raft's AppliedIndex counts entries handed to the FSM goroutine,
+// not applied yet, so a follower must look for itself: no command may lie
+// between the image's index (the last command applied) and index. The
+// entries in between are usually none or a few no-ops and configuration
+// changes, which the FSM never sees.
+func (c *Controller) fsmCaughtUp(index uint64) bool {
+	for i := index; i > c.Image().Index(); i-- {
+		var l raft.Log
+		switch err := c.store.GetLog(i, &l); {
+		case errors.Is(err, raft.ErrLogNotFound):
+			continue // compacted: in the snapshot the FSM restored
+		case err != nil:
+			return false
+		case l.Type == raft.LogCommand:
+			return false
+		}
+	}
+	return true
 }
 
 // timeoutOf converts ctx's deadline into the enqueue timeout raft wants

@@ -4,10 +4,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 )
 
-// snapshotVersion is bumped when the snapshot layout changes.
-const snapshotVersion = 1
+// snapshotVersion is bumped when the snapshot layout changes. Version 2
+// added the broker lifecycle (incarnation, epoch, fenced, controlled
+// shutdown) and the partitions' leader recovery state. Version 1 snapshots
+// still load: their brokers become legacy registrations (epoch 0,
+// unfenced), exactly what replaying the log they summarise gives, so a node
+// restored from one agrees with a node that replays.
+const snapshotVersion = 2
+
+// oldestSnapshotVersion is the oldest version decodeSnapshot reads.
+const oldestSnapshotVersion = 1
 
 // snapshotFile is the JSON form of a whole Image, in a deterministic order.
 type snapshotFile struct {
@@ -43,7 +52,7 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 	if err := json.NewDecoder(r).Decode(&s); err != nil {
 		return nil, fmt.Errorf("read metadata snapshot: %w", err)
 	}
-	if s.Version != snapshotVersion {
+	if s.Version < oldestSnapshotVersion || s.Version > snapshotVersion {
 		return nil, fmt.Errorf("read metadata snapshot: unsupported version %d", s.Version)
 	}
 	if s.NextProducerID < 0 {
@@ -57,7 +66,12 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 		if _, dup := im.brokers[b.ID]; dup {
 			return nil, fmt.Errorf("read metadata snapshot: broker %d listed twice", b.ID)
 		}
-		b := b
+		if b.ID < 0 || b.Epoch < 0 {
+			return nil, fmt.Errorf("read metadata snapshot: broker %d has epoch %d", b.ID, b.Epoch)
+		}
+		if s.Version == 1 {
+			b.Incarnation, b.Epoch, b.Fenced, b.InControlledShutdown = [16]byte{}, 0, false, false
+		}
 		im.brokers[b.ID] = &b
 	}
 	for _, t := range s.Topics {
@@ -92,9 +106,41 @@ func checkSnapshotTopic(im *Image, t *Topic) error {
 		if int(p.Partition) != i {
 			return fmt.Errorf("topic %q: partition at position %d is numbered %d", t.Name, i, p.Partition)
 		}
-		if len(p.Replicas) == 0 {
-			return fmt.Errorf("topic %q partition %d has no replicas", t.Name, i)
+		if err := checkSnapshotPartition(p); err != nil {
+			return fmt.Errorf("topic %q partition %d: %w", t.Name, i, err)
 		}
+	}
+	return nil
+}
+
+// checkSnapshotPartition checks the shape the state machine relies on:
+// distinct replicas, a non-empty ISR of replicas, a leader in the ISR or
+// none, epochs not negative.
+func checkSnapshotPartition(p Partition) error {
+	if len(p.Replicas) == 0 {
+		return fmt.Errorf("no replicas")
+	}
+	for j, r := range p.Replicas {
+		if slices.Contains(p.Replicas[:j], r) {
+			return fmt.Errorf("replica %d listed twice", r)
+		}
+	}
+	if len(p.ISR) == 0 {
+		return fmt.Errorf("empty ISR")
+	}
+	for j, r := range p.ISR {
+		if !slices.Contains(p.Replicas, r) || slices.Contains(p.ISR[:j], r) {
+			return fmt.Errorf("ISR %v is not a set of replicas %v", p.ISR, p.Replicas)
+		}
+	}
+	if p.Leader != -1 && !slices.Contains(p.ISR, p.Leader) {
+		return fmt.Errorf("leader %d not in ISR %v", p.Leader, p.ISR)
+	}
+	if p.LeaderEpoch < 0 || p.PartitionEpoch < 0 {
+		return fmt.Errorf("negative epoch")
+	}
+	if p.LeaderRecoveryState != LeaderRecovered && p.LeaderRecoveryState != LeaderRecovering {
+		return fmt.Errorf("unknown leader recovery state %d", p.LeaderRecoveryState)
 	}
 	return nil
 }

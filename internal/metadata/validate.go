@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -75,8 +76,10 @@ func checkNewTopicName(im *Image, name string) error {
 }
 
 // checkAssignments checks replica lists for new partitions: each non-empty,
-// of the same length (want, when want > 0), without duplicates, and only on
-// registered brokers. firstPartition is used for messages only.
+// of the same length (want, when want > 0), without duplicates, only on
+// registered brokers, and with at least one eligible (unfenced, not
+// shutting down) replica to lead it, as Kafka requires of a manual
+// assignment. firstPartition is used for messages only.
 func checkAssignments(im *Image, assignments [][]int32, want int, firstPartition int) error {
 	for i, replicas := range assignments {
 		p := firstPartition + i
@@ -98,6 +101,9 @@ func checkAssignments(im *Image, assignments [][]int32, want int, firstPartition
 					return fmt.Errorf("%w: partition %d lists broker %d twice", ErrInvalidReplicaAssignment, p, id)
 				}
 			}
+		}
+		if !slices.ContainsFunc(replicas, im.eligible) {
+			return fmt.Errorf("%w: all brokers of partition %d (%v) are fenced or in controlled shutdown", ErrInvalidReplicaAssignment, p, replicas)
 		}
 	}
 	return nil
