@@ -28,12 +28,16 @@ type Config struct {
 	// RaftAddr is the host:port the Raft transport binds (port 0 picks a
 	// free port; see Controller.RaftAddr).
 	RaftAddr string
+	// Stream, if set, carries Raft's traffic instead of a listener of its
+	// own on RaftAddr: the broker shares its CONTROLLER listener this way
+	// (package mux). RaftAddr is then only informative.
+	Stream StreamLayer
 	// RaftAdvertiseAddr is the address peers use, when RaftAddr binds an
 	// unspecified host such as 0.0.0.0. Optional.
 	RaftAdvertiseAddr string
 	// Voters maps node id to Raft address for the first bootstrap. Nil
-	// means this node alone. This node's entry, if any, is replaced by the
-	// bound address.
+	// means this node alone, at its bound address; otherwise this node is
+	// named by its own entry, as every other voter names it.
 	Voters map[int32]string
 	// Join starts a node with an empty directory without bootstrapping: it
 	// waits to be added to an existing cluster (a broker-only node, which
@@ -185,9 +189,14 @@ func (c *Controller) start() error {
 			return fmt.Errorf("resolve raft advertise address: %w", err)
 		}
 	}
-	transport, err := raft.NewTCPTransportWithLogger(c.cfg.RaftAddr, advertise, 3, 10*time.Second, hlog)
-	if err != nil {
-		return fmt.Errorf("raft transport on %s: %w", c.cfg.RaftAddr, err)
+	var transport *raft.NetworkTransport
+	if c.cfg.Stream != nil {
+		transport = raft.NewNetworkTransportWithLogger(streamLayer{c.cfg.Stream, advertise}, 3, 10*time.Second, hlog)
+	} else {
+		transport, err = raft.NewTCPTransportWithLogger(c.cfg.RaftAddr, advertise, 3, 10*time.Second, hlog)
+		if err != nil {
+			return fmt.Errorf("raft transport on %s: %w", c.cfg.RaftAddr, err)
+		}
 	}
 	c.transport = transport
 
@@ -228,6 +237,10 @@ func (c *Controller) start() error {
 func (c *Controller) bootstrapServers(self raft.ServerID) raft.Configuration {
 	var conf raft.Configuration
 	selfAddr := c.transport.LocalAddr()
+	if addr, ok := c.cfg.Voters[c.cfg.NodeID]; ok && addr != "" {
+		// Every voter must name this node by the same address.
+		selfAddr = raft.ServerAddress(addr)
+	}
 	conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: self, Address: selfAddr})
 	for id, addr := range c.cfg.Voters {
 		if id == c.cfg.NodeID {
@@ -301,4 +314,29 @@ func (c *Controller) Leader() (id int32, addr string, ok bool) {
 		return -1, string(a), false
 	}
 	return int32(n), string(a), true
+}
+
+// StreamLayer is a listener for incoming Raft connections plus a dialer
+// for outgoing ones (mux.RaftLayer is one).
+type StreamLayer interface {
+	net.Listener
+	Dial(address string, timeout time.Duration) (net.Conn, error)
+}
+
+// streamLayer adapts a StreamLayer to raft.StreamLayer.
+type streamLayer struct {
+	StreamLayer
+	advertise net.Addr
+}
+
+func (s streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return s.StreamLayer.Dial(string(address), timeout)
+}
+
+// Addr is what the transport reports as this node's address.
+func (s streamLayer) Addr() net.Addr {
+	if s.advertise != nil {
+		return s.advertise
+	}
+	return s.StreamLayer.Addr()
 }
