@@ -143,6 +143,7 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 		res := c.s.pool.reserve()
 		p, err := c.readRequest(ctx, fr, res)
 		if err != nil {
+			held := res.size()
 			res.release()
 			switch {
 			case errors.Is(err, io.EOF):
@@ -154,7 +155,9 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 				c.peerGone.Store(true)
 				c.cancel()
 			case errors.Is(err, errTransferTooSlow):
-				c.log.Info("closing connection: request too slow", "err", err, "pool_in_use", c.s.pool.inUse())
+				// What the frame held is back in the pool by now.
+				c.log.Info("closing connection: request too slow", "err", err,
+					"released_bytes", held, "pool_in_use", c.s.pool.inUse())
 				c.shutdown("request too slow", err)
 			default:
 				// The socket failed, or we closed it (the reason is

@@ -56,7 +56,7 @@ func decodeAttack(t *testing.T, what string, frame []byte) {
 	attackCtx, stop := context.WithCancel(attack)
 	waitLegit := l.during(attackCtx)
 	took := sendBomb(t, b, frame)
-	harness.WaitFor(t, opTimeout, "a legit round trip after the bomb", func() bool { return l.done.Load() > 1 })
+	harness.WaitFor(t, opTimeout, "a legit round trip after the bomb", func() bool { return g.tripped.Load() || l.done.Load() > 1 })
 	stop()
 	waitLegit()
 	g.check(what)

@@ -48,7 +48,7 @@ func TestPrefixOnlyClaimsCostNothing(t *testing.T) {
 	wg.Wait()
 	// The legit client must have completed a round trip while the attack
 	// ran: let it finish one more if the attack was short.
-	harness.WaitFor(t, opTimeout, "a legit round trip during the attack", func() bool { return l.done.Load() > 1 })
+	harness.WaitFor(t, opTimeout, "a legit round trip during the attack", func() bool { return g.tripped.Load() || l.done.Load() > 1 })
 	stopAttack()
 	n := waitLegit()
 	g.check("50 clients x 20 prefix-only claims")
@@ -84,7 +84,7 @@ func TestHeldClaimsCostNothing(t *testing.T) {
 		conns = append(conns, c)
 	}
 	waitLegit := l.during(attackCtx)
-	harness.WaitFor(t, opTimeout, "3 legit round trips while 100 claims are held", func() bool { return l.done.Load() > 3 })
+	harness.WaitFor(t, opTimeout, "3 legit round trips while 100 claims are held", func() bool { return g.tripped.Load() || l.done.Load() > 3 })
 	stopAttack()
 	waitLegit()
 	fds, _ := harness.FDCount(b.PID())
@@ -179,10 +179,13 @@ func TestTrickledFramesAreCut(t *testing.T) {
 	// memory pool still holds after: one trickler held 8 MiB, and once
 	// both are cut the pool holds nothing.
 	var cuts []cut
-	harness.WaitFor(t, opTimeout, "two 'request too slow' log lines", func() bool {
-		cuts = cutsLogged(b.Output())
-		return len(cuts) >= 2
-	})
+	deadline := time.Now().Add(opTimeout)
+	for cuts = cutsLogged(b.Output()); len(cuts) < 2; cuts = cutsLogged(b.Output()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("two 'request too slow' log lines expected, found %d:\n%s", len(cuts), b.Output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	t.Logf("cuts logged: %+v", cuts)
 	if max(cuts[0].released, cuts[1].released) < 8<<20 {
 		t.Errorf("no trickler released the 8 MiB it had sent")
