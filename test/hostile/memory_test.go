@@ -59,7 +59,9 @@ func TestPrefixOnlyClaimsCostNothing(t *testing.T) {
 }
 
 // 100 connections each announce a 100 MiB Produce request, send its
-// header and stop: a frame is charged only for the bytes that came.
+// header and hold it; each lets go after a while and comes back, so that
+// 100 claims stand at every moment. A frame is charged only for the bytes
+// that came.
 func TestHeldClaimsCostNothing(t *testing.T) {
 	b := harness.StartBroker(t)
 	l := newLegit(t, b, "legit-held")
@@ -69,30 +71,42 @@ func TestHeldClaimsCostNothing(t *testing.T) {
 
 	// Produce v9: header (key 0, version 9, correlation id, client id,
 	// no tags), then a null transactional id: the rest never comes.
-	start := frameBody(0, 9, true, 1, []byte{0})[4:]
-	var conns []net.Conn
-	for i := 0; i < 100 && attackCtx.Err() == nil; i++ {
-		c, err := net.DialTimeout("tcp", b.Addr, opTimeout)
-		if err != nil {
-			t.Fatalf("dial %d: %v", i, err)
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(opTimeout))
-		if _, err := c.Write(append(prefix(claim), start...)); err != nil {
-			t.Fatalf("write %d: %v", i, err)
-		}
-		conns = append(conns, c)
+	start := append(prefix(claim), frameBody(0, 9, true, 1, []byte{0})[4:]...)
+	const holders, rounds = 100, 5
+	var wg sync.WaitGroup
+	var holding sync.WaitGroup
+	holding.Add(holders)
+	for range holders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < rounds && attackCtx.Err() == nil; r++ {
+				c, err := net.DialTimeout("tcp", b.Addr, opTimeout)
+				if err != nil {
+					continue
+				}
+				c.SetDeadline(time.Now().Add(opTimeout))
+				c.Write(start)
+				if r == 0 {
+					holding.Done()
+				}
+				select { // the attack's rhythm: hold, let go, come back
+				case <-attackCtx.Done():
+				case <-time.After(200 * time.Millisecond):
+				}
+				c.Close()
+			}
+		}()
 	}
+	holding.Wait()
+	fds, _ := harness.FDCount(b.PID())
 	waitLegit := l.during(attackCtx)
 	harness.WaitFor(t, opTimeout, "3 legit round trips while 100 claims are held", func() bool { return g.tripped.Load() || l.done.Load() > 3 })
+	wg.Wait()
 	stopAttack()
 	waitLegit()
-	fds, _ := harness.FDCount(b.PID())
 	g.check("100 held 100 MiB claims")
-	t.Logf("broker fds with %d held connections: %d", len(conns), fds)
-	for _, c := range conns {
-		c.Close()
-	}
+	t.Logf("broker fds with %d connections held: %d", holders, fds)
 	if err := l.roundTrip(context.Background()); err != nil {
 		t.Fatalf("legit client after the attack: %v", err)
 	}
