@@ -91,8 +91,8 @@ func resolveHost(host string) ([]string, error) {
 	return out, nil
 }
 
-// acquire takes a connection slot for a connection about to be accepted
-// on listener, waiting while the broker is at max.connections (unless the
+// acquire takes a connection slot for a connection just accepted on
+// listener, waiting while the broker is at max.connections (unless the
 // listener is protected). It fails only when ctx ends.
 func (q *connQuotas) acquire(ctx context.Context, listener string) error {
 	for {
@@ -110,14 +110,6 @@ func (q *connQuotas) acquire(ctx context.Context, listener string) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// abandon gives back a slot taken by acquire when no connection came.
-func (q *connQuotas) abandon() {
-	q.mu.Lock()
-	q.total--
-	q.wakeLocked()
-	q.mu.Unlock()
 }
 
 // admit binds an acquired slot to c, from ip. Over ip's limit it gives

@@ -292,15 +292,8 @@ func (s *Server) closeListeners() error {
 func (s *Server) acceptLoop(ctx context.Context, l boundListener) error {
 	var backoff time.Duration
 	for {
-		// At max.connections the listener stops accepting until a
-		// connection closes, as Kafka's acceptor does: clients wait in
-		// the kernel's accept queue.
-		if err := s.quotas.acquire(ctx, l.name); err != nil {
-			return nil
-		}
 		nc, err := l.ln.Accept()
 		if err != nil {
-			s.quotas.abandon()
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
@@ -320,6 +313,13 @@ func (s *Server) acceptLoop(ctx context.Context, l boundListener) error {
 			return fmt.Errorf("accept on listener %s: %w", l.name, err)
 		}
 		backoff = 0
+		// At max.connections the listener stops accepting until a
+		// connection closes, as Kafka's acceptor does: this one waits
+		// unread, the next ones in the kernel's accept queue.
+		if err := s.quotas.acquire(ctx, l.name); err != nil {
+			_ = nc.Close()
+			return nil
+		}
 		c := newConn(ctx, s, l.name, nc)
 		ip := remoteIP(nc.RemoteAddr())
 		ok, limit, evict := s.quotas.admit(c, ip)
@@ -327,6 +327,7 @@ func (s *Server) acceptLoop(ctx context.Context, l boundListener) error {
 			// Kafka closes such a connection at once, without a word.
 			s.log.Info("connection refused: too many connections from this address",
 				"listener", l.name, "remote", nc.RemoteAddr().String(), "limit", limit)
+			c.cancel() // a refused connection's context must not linger
 			_ = nc.Close()
 			continue
 		}
