@@ -23,48 +23,65 @@ func decodedSize(req kmsg.Request) int64 {
 
 var (
 	tagsType = reflect.TypeOf(kmsg.Tags{})
-	// holdsMemory caches, per type, whether a value of it can refer to
-	// memory of its own (slices, strings, pointers, tags).
-	holdsMemory sync.Map // reflect.Type -> bool
+	// plans caches, per type, what a walk must look at (see typePlan).
+	plans sync.Map // reflect.Type -> *typePlan
 )
 
-func refersToMemory(t reflect.Type) bool {
-	if v, ok := holdsMemory.Load(t); ok {
-		return v.(bool)
+// tagsMap is true when kmsg.Tags is one map, as in kmsg v1.15: its length
+// is then read straight from the field, which is several times cheaper
+// than calling Tags.Len through reflection on every struct of an array.
+var tagsMap = tagsType.NumField() == 1 && tagsType.Field(0).Type.Kind() == reflect.Map
+
+func tagsLen(v reflect.Value) int {
+	if tagsMap {
+		return v.Field(0).Len()
 	}
-	var r bool
+	if v.CanAddr() && v.Addr().CanInterface() {
+		return v.Addr().Interface().(*kmsg.Tags).Len()
+	}
+	return 0
+}
+
+// typePlan says whether values of a type can refer to memory of their own
+// (slices, strings, pointers, tags) and, for a struct, which fields can.
+type typePlan struct {
+	refers bool
+	fields []int
+}
+
+func planFor(t reflect.Type) *typePlan {
+	if p, ok := plans.Load(t); ok {
+		return p.(*typePlan)
+	}
+	p := &typePlan{}
 	switch t.Kind() {
 	case reflect.Slice, reflect.String, reflect.Pointer, reflect.Map, reflect.Interface:
-		r = true
+		p.refers = true
 	case reflect.Array:
-		r = refersToMemory(t.Elem())
+		p.refers = planFor(t.Elem()).refers
 	case reflect.Struct:
 		for i := range t.NumField() {
-			if refersToMemory(t.Field(i).Type) {
-				r = true
-				break
+			if planFor(t.Field(i).Type).refers {
+				p.fields = append(p.fields, i)
 			}
 		}
+		p.refers = len(p.fields) > 0
 	}
-	holdsMemory.Store(t, r)
-	return r
+	plans.Store(t, p)
+	return p
 }
 
 // indirectSize is the memory v refers to, not counting v itself.
 func indirectSize(v reflect.Value) int64 {
 	switch v.Kind() {
 	case reflect.Struct:
-		if v.Type() == tagsType {
-			if v.CanAddr() && v.Addr().CanInterface() {
-				return int64(v.Addr().Interface().(*kmsg.Tags).Len()) * tagCost
-			}
-			return 0
+		t := v.Type()
+		if t == tagsType {
+			return int64(tagsLen(v)) * tagCost
 		}
 		var n int64
-		for i := range v.NumField() {
-			if f := v.Field(i); refersToMemory(f.Type()) {
-				n += indirectSize(f)
-			}
+		for _, i := range planFor(t).fields {
+			n += indirectSize(v.Field(i))
 		}
 		return n
 	case reflect.Slice:
@@ -73,7 +90,7 @@ func indirectSize(v reflect.Value) int64 {
 			return 0 // aliases the frame
 		}
 		n := int64(v.Cap()) * int64(elem.Size())
-		if refersToMemory(elem) {
+		if planFor(elem).refers {
 			for i := range v.Len() {
 				n += indirectSize(v.Index(i))
 			}
@@ -88,7 +105,7 @@ func indirectSize(v reflect.Value) int64 {
 		return int64(v.Type().Elem().Size()) + indirectSize(v.Elem())
 	case reflect.Array:
 		var n int64
-		if refersToMemory(v.Type().Elem()) {
+		if planFor(v.Type().Elem()).refers {
 			for i := range v.Len() {
 				n += indirectSize(v.Index(i))
 			}
