@@ -12,6 +12,7 @@ import (
 
 	"github.com/weir-project/weir/internal/broker"
 	"github.com/weir-project/weir/internal/config"
+	"github.com/weir-project/weir/internal/server"
 	"github.com/weir-project/weir/internal/storage"
 )
 
@@ -91,6 +92,23 @@ func startCPUProfile(path string) (func(), error) {
 	}, nil
 }
 
+// unboundedIfNotPositive maps Kafka's "unbounded" values of
+// queued.max.request.bytes (-1, or any value <= 0) to the server's -1.
+func unboundedIfNotPositive(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+// noneIfNotPositive maps a disabled duration (<= 0) to the server's -1.
+func noneIfNotPositive(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
 // brokerOptions derives the broker's options from the configuration.
 func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 	ctrl, ok := cfg.ControllerListener()
@@ -98,13 +116,23 @@ func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 		return broker.Options{}, fmt.Errorf("listeners: no controller listener (controller.listener.names=%s)", strings.Join(cfg.ControllerListenerNames, ","))
 	}
 	opts := broker.Options{
-		NodeID:             cfg.NodeID,
-		Rack:               cfg.BrokerRack,
-		LogDirs:            cfg.LogDirs,
-		MetadataLogDir:     cfg.MetadataLogDir,
-		ControllerAddr:     ctrl.Addr(),
-		MaxRequestBytes:    int32(min(cfg.SocketRequestMaxBytes, 1<<31-1)),
-		ConnectionsMaxIdle: time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		NodeID:                    cfg.NodeID,
+		Rack:                      cfg.BrokerRack,
+		LogDirs:                   cfg.LogDirs,
+		MetadataLogDir:            cfg.MetadataLogDir,
+		ControllerAddr:            ctrl.Addr(),
+		MaxRequestBytes:           int32(min(cfg.SocketRequestMaxBytes, 1<<31-1)),
+		ConnectionsMaxIdle:        time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		QueuedMaxRequestBytes:     unboundedIfNotPositive(cfg.QueuedMaxRequestBytes),
+		MaxNonProduceRequestBytes: int32(min(cfg.RequestMaxBytesNonProduce, 1<<31-1)),
+		TransferTimeout:           noneIfNotPositive(time.Duration(cfg.TransferTimeoutMs) * time.Millisecond),
+		TransferMinRate:           cfg.TransferMinBytesPerSecond,
+		ConnLimits: &server.ConnLimits{
+			MaxConnections:      cfg.MaxConnections,
+			MaxConnectionsPerIP: cfg.MaxConnectionsPerIP,
+			PerIPOverrides:      cfg.MaxConnectionsPerIPOverrides,
+			ProtectedListener:   cfg.InterBrokerListenerName,
+		},
 		AutoCreateTopics:   cfg.AutoCreateTopicsEnable,
 		DefaultPartitions:  cfg.NumPartitions,
 		DefaultReplication: cfg.DefaultReplicationFactor,

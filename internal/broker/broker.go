@@ -43,10 +43,16 @@ type Options struct {
 	Voters             map[int32]string
 	MaxRequestBytes    int32
 	ConnectionsMaxIdle time.Duration
-	AutoCreateTopics   bool
-	DefaultPartitions  int32
-	DefaultReplication int16
-	Storage            storage.ManagerConfig
+	// Network limits against hostile clients (see server.Config).
+	QueuedMaxRequestBytes     int64 // <= 0: unbounded
+	MaxNonProduceRequestBytes int32
+	TransferTimeout           time.Duration // <= 0: none
+	TransferMinRate           int64         // bytes per second
+	ConnLimits                *server.ConnLimits
+	AutoCreateTopics          bool
+	DefaultPartitions         int32
+	DefaultReplication        int16
+	Storage                   storage.ManagerConfig
 	// Config is the parsed broker configuration: topic defaults and the
 	// DescribeConfigs listing come from it.
 	Config *config.Broker
@@ -99,10 +105,15 @@ func Run(ctx context.Context, opts Options) (err error) {
 		listeners = append(listeners, server.Listener{Name: l.Name, Addr: l.Addr})
 	}
 	b.srv, err = server.New(server.Config{
-		Listeners:          listeners,
-		MaxRequestBytes:    opts.MaxRequestBytes,
-		ConnectionsMaxIdle: opts.ConnectionsMaxIdle,
-		APIs:               apiVersions(),
+		Listeners:                 listeners,
+		MaxRequestBytes:           opts.MaxRequestBytes,
+		ConnectionsMaxIdle:        opts.ConnectionsMaxIdle,
+		QueuedMaxRequestBytes:     opts.QueuedMaxRequestBytes,
+		MaxNonProduceRequestBytes: opts.MaxNonProduceRequestBytes,
+		TransferTimeout:           opts.TransferTimeout,
+		TransferMinRate:           opts.TransferMinRate,
+		Limits:                    opts.ConnLimits,
+		APIs:                      apiVersions(),
 	}, b, logger.With("component", "server"))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

@@ -31,6 +31,15 @@ type Broker struct {
 	MessageMaxBytes         int64             // message.max.bytes
 	FetchMaxBytes           int64             // fetch.max.bytes
 
+	// Limits against hostile or broken clients.
+	QueuedMaxRequestBytes        int64            // queued.max.request.bytes (<= 0 = unbounded)
+	MaxConnections               int32            // max.connections
+	MaxConnectionsPerIP          int32            // max.connections.per.ip
+	MaxConnectionsPerIPOverrides map[string]int32 // max.connections.per.ip.overrides: host or IP -> limit
+	RequestMaxBytesNonProduce    int64            // weir.request.max.bytes.non.produce
+	TransferTimeoutMs            int64            // weir.transfer.timeout.ms (<= 0 = none)
+	TransferMinBytesPerSecond    int64            // weir.transfer.min.bytes.per.second
+
 	// Storage.
 	LogDirs                            []string // log.dirs, else log.dir
 	MetadataLogDir                     string   // metadata.log.dir ("" = first of LogDirs)

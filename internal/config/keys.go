@@ -183,6 +183,30 @@ var brokerKeys = []brokerKey{
 	intKey("fetch.max.bytes", TypeInt, 57671680, 1024, math.MaxInt32, func(b *Broker) *int64 { return &b.FetchMaxBytes },
 		"Most bytes one consumer fetch response may carry, whatever the client asks (the first batch is always returned)."),
 
+	// Limits against hostile or broken clients. The connection limits and
+	// queued.max.request.bytes are Kafka's (the latter with a bounded
+	// default: Kafka's -1 lets a burst of large requests exhaust memory);
+	// the weir.* keys have no Kafka counterpart.
+	intKey("queued.max.request.bytes", TypeLong, 268435456, anyInt, noMax, func(b *Broker) *int64 { return &b.QueuedMaxRequestBytes },
+		"Memory budget for requests in flight (read, decoded, being answered); reading pauses while it is used up. -1 or 0: unbounded."),
+	intKey("max.connections", TypeInt, math.MaxInt32, 0, math.MaxInt32, func(b *Broker) *int32 { return &b.MaxConnections },
+		"Most client connections at once; past it new connections wait to be accepted (the inter-broker listener is exempt when there are several listeners)."),
+	intKey("max.connections.per.ip", TypeInt, math.MaxInt32, 0, math.MaxInt32, func(b *Broker) *int32 { return &b.MaxConnectionsPerIP },
+		"Most connections from one IP address; a new one past it is closed at once. 0 only with overrides."),
+	complexKey("max.connections.per.ip.overrides", TypeString, "", false,
+		func(b *Broker, raw string) (err error) {
+			b.MaxConnectionsPerIPOverrides, err = parseHostCounts("max.connections.per.ip.overrides", raw)
+			return err
+		},
+		func(b *Broker) (string, bool) { return formatHostCounts(b.MaxConnectionsPerIPOverrides), true },
+		"Per-host or per-IP exceptions to max.connections.per.ip, host:count,host:count."),
+	intKey("weir.request.max.bytes.non.produce", TypeInt, 4194304, 1, math.MaxInt32, func(b *Broker) *int64 { return &b.RequestMaxBytesNonProduce },
+		"Largest request frame of any API but Produce (capped by socket.request.max.bytes); checked once the API key is read."),
+	intKey("weir.transfer.timeout.ms", TypeLong, 30000, anyInt, noMax, func(b *Broker) *int64 { return &b.TransferTimeoutMs },
+		"A request must arrive, and a response leave, within this long of its first byte plus 1 s per weir.transfer.min.bytes.per.second moved (<= 0: no limit)."),
+	intKey("weir.transfer.min.bytes.per.second", TypeLong, 1048576, 1, noMax, func(b *Broker) *int64 { return &b.TransferMinBytesPerSecond },
+		"Each this many bytes moved buys a request or response one more second beyond weir.transfer.timeout.ms."),
+
 	// Storage.
 	complexKey("log.dirs", TypeString, "", true,
 		func(b *Broker, raw string) error {

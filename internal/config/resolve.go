@@ -18,6 +18,9 @@ func (b *Broker) resolve() error {
 	if err := b.resolveAdvertised(); err != nil {
 		return err
 	}
+	if err := b.checkNetLimits(); err != nil {
+		return err
+	}
 	return b.resolveVoters()
 }
 

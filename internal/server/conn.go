@@ -3,12 +3,10 @@ package server
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"runtime/debug"
 	"sync"
@@ -31,8 +29,10 @@ const (
 	// ioBufferSize is the size of each connection's bufio reader and writer.
 	ioBufferSize = 32 << 10
 	// keepBufferMax: a response buffer grown beyond this is dropped after
-	// use, so one large fetch does not pin memory for the connection's life.
-	keepBufferMax = 1 << 20
+	// use, so one large fetch does not pin memory for the connection's
+	// life. It is, with the two I/O buffers, the memory an idle connection
+	// keeps outside the request memory budget.
+	keepBufferMax = 64 << 10
 )
 
 // errFrameSize is the protocol error for a size prefix outside
@@ -49,6 +49,8 @@ type conn struct {
 	nc       net.Conn
 	log      *slog.Logger
 
+	parent context.Context // ends with the server
+	ctx    context.Context // ends with the connection
 	cancel context.CancelFunc
 
 	closeOnce   sync.Once
@@ -65,8 +67,9 @@ type conn struct {
 	wbuf []byte // response encoding buffer, reused by the worker
 }
 
-func newConn(s *Server, listener string, nc net.Conn) *conn {
-	c := &conn{s: s, listener: listener, nc: nc, answered: make(chan struct{}, 1)}
+func newConn(parent context.Context, s *Server, listener string, nc net.Conn) *conn {
+	c := &conn{s: s, listener: listener, nc: nc, answered: make(chan struct{}, 1), parent: parent}
+	c.ctx, c.cancel = context.WithCancel(parent)
 	c.log = s.log.With("listener", listener, "remote", nc.RemoteAddr().String())
 	c.lastActive.Store(time.Now().UnixNano())
 	return c
@@ -75,10 +78,9 @@ func newConn(s *Server, listener string, nc net.Conn) *conn {
 // serve runs the connection until the client leaves, a protocol error or
 // handler error occurs, it idles out, or parent is cancelled. It returns
 // only after the reader and any running handler have returned.
-func (c *conn) serve(parent context.Context) {
-	ctx, cancel := context.WithCancel(parent)
-	c.cancel = cancel
-	defer cancel()
+func (c *conn) serve() {
+	parent, ctx := c.parent, c.ctx
+	defer c.cancel()
 	c.log.Debug("connection opened", "local", c.nc.LocalAddr().String())
 
 	// Stopping the server cancels parent; close the socket so that a
@@ -120,9 +122,16 @@ func (c *conn) shutdown(reason string, err error) {
 // readLoop frames and parses requests until the connection ends or a
 // request is unusable; an unusable one is queued as an error so that the
 // requests before it are still answered in order, then reading stops.
+// Each request's memory is reserved from the pool as its bytes arrive and
+// returned when it is answered (or dropped).
 func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 	defer close(queue)
-	br := bufio.NewReaderSize(activityReader{r: c.nc, last: &c.lastActive}, ioBufferSize)
+	fr := &frameReader{
+		br:       bufio.NewReaderSize(activityReader{r: c.nc, last: &c.lastActive}, ioBufferSize),
+		conn:     c.nc,
+		limits:   c.s.frames,
+		versions: c.s.versions,
+	}
 	for {
 		for c.pending.Load() >= readAheadBytes {
 			select {
@@ -131,32 +140,39 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 				return
 			}
 		}
-		frame, err := readFrame(br, c.s.cfg.MaxRequestBytes)
-		if err != nil && !errors.Is(err, errFrameSize) {
-			// The peer is gone (or we closed the socket, and the reason
-			// is already recorded). Requests it sent before leaving are
-			// still handled, as Kafka does: an acks=0 producer that sends
-			// and exits must not lose its records. Their answers are not
-			// written, and the handler context is cancelled so that long
-			// polls for nobody end at once.
-			if errors.Is(err, io.EOF) {
+		res := c.s.pool.reserve()
+		p, err := c.readRequest(ctx, fr, res)
+		if err != nil {
+			held := res.size()
+			res.release()
+			switch {
+			case errors.Is(err, io.EOF):
+				// The peer is gone. Requests it sent before leaving are
+				// still handled, as Kafka does: an acks=0 producer that
+				// sends and exits must not lose its records. Their answers
+				// are not written, and the handler context is cancelled so
+				// that long polls for nobody end at once.
 				c.peerGone.Store(true)
 				c.cancel()
-			} else {
+			case errors.Is(err, errTransferTooSlow):
+				// What the frame held is back in the pool by now.
+				c.log.Info("closing connection: request too slow", "err", err,
+					"released_bytes", held, "pool_in_use", c.s.pool.inUse())
+				c.shutdown("request too slow", err)
+			default:
+				// The socket failed, or we closed it (the reason is
+				// already recorded).
 				c.shutdown("read failed", err)
 			}
 			return
 		}
 		c.inflight.Add(1)
-		c.pending.Add(int64(len(frame)))
-		p := parsed{err: err, size: len(frame)}
-		if err == nil {
-			p = c.parse(frame)
-			p.size = len(frame)
-		}
+		c.pending.Add(int64(p.size))
+		p.res = res
 		select {
 		case queue <- p:
 		case <-ctx.Done():
+			res.release()
 			return
 		}
 		if p.err != nil {
@@ -164,6 +180,44 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 			return
 		}
 	}
+}
+
+// readRequest reads and parses one request. Protocol errors come back
+// inside parsed (answered in order, then the connection closes); the error
+// return is for the stream itself: end, failure, or a transfer too slow.
+func (c *conn) readRequest(ctx context.Context, fr *frameReader, res *reservation) (parsed, error) {
+	fm, err := fr.next(ctx, res)
+	switch {
+	case errors.Is(err, errFrameSize), errors.Is(err, errMalformedHeader),
+		errors.Is(err, errMalformedBody), errors.Is(err, errTooCostly):
+		return parsed{err: err, size: len(fr.buf)}, nil
+	case err != nil:
+		return parsed{}, err
+	}
+	// Decoding allocates: charge it before, the Produce scan's count or
+	// the worst case for other APIs, then lower the charge to what the
+	// decoded request holds. The reservation may take the pool's
+	// overdraft until here, then others may.
+	cost := fm.produceCost
+	if cost < 0 {
+		cost = decodeFactor * int64(len(fm.buf))
+	}
+	if err := fr.growCost(cost); err != nil {
+		return parsed{}, err
+	}
+	p := c.parse(fm.buf)
+	p.size = len(fm.buf)
+	held := int64(cap(fm.buf))
+	if p.req != nil {
+		if fm.produceCost >= 0 {
+			held += fm.produceCost
+		} else {
+			held += decodedSize(p.req)
+		}
+	}
+	res.shrinkTo(held)
+	res.settle()
+	return p, nil
 }
 
 // parse runs parseRequest, turning a panic in decoding into an error for
@@ -178,77 +232,21 @@ func (c *conn) parse(frame []byte) (p parsed) {
 	return parseRequest(frame, c.s.versions)
 }
 
-// readFrame reads one size-prefixed frame. The size is checked against
-// max before the frame is allocated, so a hostile prefix costs nothing.
-// A clean end of stream between frames is io.EOF.
-func readFrame(r io.Reader, max int32) ([]byte, error) {
-	var prefix [4]byte
-	if _, err := io.ReadFull(r, prefix[:]); err != nil {
-		return nil, err
-	}
-	size := int32(binary.BigEndian.Uint32(prefix[:]))
-	if size < 0 || size > max {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", errFrameSize, size, max)
-	}
-	frame := make([]byte, size)
-	if _, err := io.ReadFull(r, frame); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, fmt.Errorf("read %d-byte frame: %w", size, err)
-	}
-	return frame, nil
-}
-
 // work handles queued requests in arrival order and writes each response
 // before taking the next request. parent ends with the server; ctx, the
 // handlers' context, also ends when the client goes away.
 func (c *conn) work(parent, ctx context.Context, queue <-chan parsed) {
 	bw := bufio.NewWriterSize(c.nc, ioBufferSize)
 	defer func() {
-		// Drain so a reader blocked on a full queue can finish.
-		for range queue {
+		// Drain so a reader blocked on a full queue can finish, and
+		// return the memory of requests that will not be answered.
+		for p := range queue {
+			p.res.release()
 		}
 	}()
 	for p := range queue {
-		if parent.Err() != nil {
-			c.shutdown("server stopping", nil)
+		if !c.handle(parent, ctx, bw, p) {
 			return
-		}
-		if p.err != nil {
-			if errors.Is(p.err, errFrameSize) {
-				c.log.Warn("closing connection on protocol error", "err", p.err)
-			} else {
-				c.log.Warn("closing connection on protocol error",
-					"api_key", p.hdr.APIKey, "api_version", p.hdr.APIVersion,
-					"correlation_id", p.hdr.CorrelationID, "client_id", p.hdr.ClientID, "err", p.err)
-			}
-			c.shutdown("protocol error", p.err)
-			return
-		}
-		resp, reason, err := c.respond(ctx, p)
-		switch {
-		case err != nil && c.peerGone.Load() && ctx.Err() != nil:
-			// A handler that gave up because its client left is no
-			// protocol error: go on with the requests queued after it.
-			resp = nil
-		case err != nil:
-			c.shutdown(reason, err)
-			return
-		}
-		if resp != nil && !c.peerGone.Load() {
-			if err := c.writeResponse(bw, p.hdr, resp); err != nil {
-				c.shutdown("write failed", err)
-				return
-			}
-		}
-		c.served.Add(1)
-		c.lastActive.Store(time.Now().UnixNano())
-		c.inflight.Add(-1)
-		c.pending.Add(-int64(p.size))
-		select {
-		case c.answered <- struct{}{}:
-		default:
 		}
 	}
 	// The reader closes the queue when the client left (everything it
@@ -258,6 +256,55 @@ func (c *conn) work(parent, ctx context.Context, queue <-chan parsed) {
 		return
 	}
 	c.shutdown("reader stopped", nil)
+}
+
+// handle answers one queued request and returns its memory; false means
+// the connection is done.
+func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) bool {
+	defer p.res.release()
+	if parent.Err() != nil {
+		c.shutdown("server stopping", nil)
+		return false
+	}
+	if p.err != nil {
+		if errors.Is(p.err, errFrameSize) {
+			c.log.Warn("closing connection on protocol error", "err", p.err)
+		} else {
+			c.log.Warn("closing connection on protocol error",
+				"api_key", p.hdr.APIKey, "api_version", p.hdr.APIVersion,
+				"correlation_id", p.hdr.CorrelationID, "client_id", p.hdr.ClientID, "err", p.err)
+		}
+		c.shutdown("protocol error", p.err)
+		return false
+	}
+	resp, reason, err := c.respond(ctx, p)
+	switch {
+	case err != nil && c.peerGone.Load() && ctx.Err() != nil:
+		// A handler that gave up because its client left is no
+		// protocol error: go on with the requests queued after it.
+		resp = nil
+	case err != nil:
+		c.shutdown(reason, err)
+		return false
+	}
+	if resp != nil && !c.peerGone.Load() {
+		if err := c.writeResponse(bw, p.hdr, resp); err != nil {
+			if errors.Is(err, errTransferTooSlow) {
+				c.log.Info("closing connection: response not read in time", "err", err)
+			}
+			c.shutdown("write failed", err)
+			return false
+		}
+	}
+	c.served.Add(1)
+	c.lastActive.Store(time.Now().UnixNano())
+	c.inflight.Add(-1)
+	c.pending.Add(-int64(p.size))
+	select {
+	case c.answered <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 // respond produces the response for one parsed request: ApiVersions is
@@ -302,65 +349,6 @@ func (c *conn) respond(ctx context.Context, p parsed) (resp kmsg.Response, reaso
 	// handler left in it: the client decodes by the version it sent.
 	resp.SetVersion(p.hdr.APIVersion)
 	return resp, "", nil
-}
-
-// writeResponse frames and writes one response and flushes it. The header
-// is the correlation id, plus an empty tagged-field section for flexible
-// responses (header v1) except ApiVersions, whose response header is
-// always v0 so that a client can read it before knowing our versions.
-func (c *conn) writeResponse(bw *bufio.Writer, h header, resp kmsg.Response) error {
-	buf := c.wbuf[:0]
-	if hint := encodedSizeHint(resp); cap(buf) < hint {
-		// Growing by append would copy a large fetch response several
-		// times over (it showed as a fifth of the broker's CPU).
-		buf = make([]byte, 0, hint)
-	}
-	buf = append(buf, 0, 0, 0, 0)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(h.CorrelationID))
-	if resp.IsFlexible() && h.APIKey != apiVersionsKey {
-		buf = append(buf, 0)
-	}
-	buf = resp.AppendTo(buf)
-	if len(buf)-4 > math.MaxInt32 {
-		return fmt.Errorf("response to %s v%d is %d bytes, too large to frame",
-			kmsg.NameForKey(h.APIKey), h.APIVersion, len(buf)-4)
-	}
-	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-	if idle := c.s.cfg.ConnectionsMaxIdle; idle > 0 {
-		// A client that stops reading must not pin the worker forever.
-		if err := c.nc.SetWriteDeadline(time.Now().Add(idle)); err != nil {
-			return fmt.Errorf("set write deadline: %w", err)
-		}
-	}
-	if _, err := bw.Write(buf); err != nil {
-		return fmt.Errorf("write response to correlation id %d: %w", h.CorrelationID, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("flush response to correlation id %d: %w", h.CorrelationID, err)
-	}
-	if cap(buf) <= keepBufferMax {
-		c.wbuf = buf[:0]
-	} else {
-		c.wbuf = nil
-	}
-	return nil
-}
-
-// encodedSizeHint estimates a response's encoded size where it can be
-// large: a fetch response is mostly its record batches.
-func encodedSizeHint(resp kmsg.Response) int {
-	fr, ok := resp.(*kmsg.FetchResponse)
-	if !ok {
-		return 0
-	}
-	n := 64
-	for _, t := range fr.Topics {
-		n += 32 + len(t.Topic)
-		for _, p := range t.Partitions {
-			n += 64 + len(p.RecordBatches) + 16*len(p.AbortedTransactions)
-		}
-	}
-	return n
 }
 
 // idleLoop closes the connection once it has had no request in progress

@@ -48,6 +48,7 @@ type testHandler struct {
 	maxRunning atomic.Int32
 
 	hold      time.Duration // ListOffsets: answer after this long (0: only on cancel)
+	bigTopics int           // Metadata: answer with this many 200-byte topic names
 	started   chan struct{} // ListOffsets: receives when a call starts
 	cancelled chan struct{} // ListOffsets: receives when a call saw its ctx end
 }
@@ -77,7 +78,13 @@ func (h *testHandler) Handle(ctx context.Context, rc *RequestContext, req kmsg.R
 
 	switch r := req.(type) {
 	case *kmsg.MetadataRequest:
-		return r.ResponseKind(), nil
+		resp := r.ResponseKind().(*kmsg.MetadataResponse)
+		for i := range h.bigTopics {
+			t := kmsg.NewMetadataResponseTopic()
+			t.Topic = kmsg.StringPtr(fmt.Sprintf("%0200d", i))
+			resp.Topics = append(resp.Topics, t)
+		}
+		return resp, nil
 	case *kmsg.ProduceRequest:
 		if r.Acks == 0 {
 			return nil, nil

@@ -40,7 +40,8 @@ type parsed struct {
 	req                 kmsg.Request
 	apiVersionsFallback bool
 	err                 error
-	size                int // frame bytes, for the read-ahead budget
+	size                int          // frame bytes, for the read-ahead budget
+	res                 *reservation // the request's memory, returned when it is answered
 }
 
 // parseRequest decodes one request frame (the bytes after the 4-byte size

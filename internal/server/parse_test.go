@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"testing"
 
@@ -110,6 +112,18 @@ func FuzzParseRequest(f *testing.F) {
 	})
 }
 
+// readOneFrame reads the first frame of in with a frameReader, as a
+// connection would, without a memory budget or deadlines.
+func readOneFrame(in []byte, limits frameLimits) ([]byte, error) {
+	vt, err := newVersionTable(allAPIs())
+	if err != nil {
+		return nil, err
+	}
+	fr := &frameReader{br: bufio.NewReader(bytes.NewReader(in)), limits: limits, versions: vt}
+	fm, err := fr.next(context.Background(), newMemPool(-1).reserve())
+	return fm.buf, err
+}
+
 func FuzzReadFrame(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 2, 'h', 'i'}, int32(10))
 	f.Add([]byte{0x7f, 0xff, 0xff, 0xff}, int32(100))
@@ -119,7 +133,7 @@ func FuzzReadFrame(f *testing.F) {
 		if max < 0 || max > 1<<16 {
 			return // the limit is configuration, not input
 		}
-		frame, err := readFrame(bytes.NewReader(in), max)
+		frame, err := readOneFrame(in, frameLimits{maxBytes: max, maxNonProduce: max})
 		if err != nil {
 			return
 		}

@@ -17,9 +17,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes default, used
-// when Config.MaxRequestBytes is not positive.
-const DefaultMaxRequestBytes int32 = 104857600
+// Defaults for the Config fields left zero.
+const (
+	// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes default.
+	DefaultMaxRequestBytes int32 = 104857600
+	// DefaultQueuedMaxRequestBytes bounds the memory of requests in flight
+	// (queued.max.request.bytes; Kafka's default, -1, is unbounded): room
+	// for two requests of socket.request.max.bytes at once, or thousands
+	// of ordinary ones, and a small part of any machine a broker runs on.
+	DefaultQueuedMaxRequestBytes int64 = 256 << 20
+	// DefaultMaxNonProduceRequestBytes caps the frames of every API but
+	// Produce. The largest real ones are a follower's full Fetch (33 bytes
+	// a partition: 1.7 MB for 50,000 partitions) and Metadata listing tens
+	// of thousands of topics; decoding a frame may allocate up to
+	// decodeFactor times its size, so the cap keeps that well inside the
+	// default budget.
+	DefaultMaxNonProduceRequestBytes int32 = 4 << 20
+	// DefaultTransferTimeout and DefaultTransferMinRate make the transfer
+	// rule: a request frame must arrive, and a response leave, within 30 s
+	// of its first byte plus 1 s per MiB moved. 30 s is the default
+	// request.timeout.ms of Kafka's clients, which give up on a request
+	// after it anyway; 1 MiB/s (8 Mbit/s) lets a client that raised its
+	// timeout send a 100 MiB request in 130 s.
+	DefaultTransferTimeout       = 30 * time.Second
+	DefaultTransferMinRate int64 = 1 << 20
+)
 
 // Handler serves decoded requests.
 type Handler interface {
@@ -54,6 +76,21 @@ type Config struct {
 	// request in progress and no traffic for this long is closed. Not
 	// positive disables the check.
 	ConnectionsMaxIdle time.Duration
+	// QueuedMaxRequestBytes is queued.max.request.bytes, the broker-wide
+	// budget for request memory in flight (see memPool). Zero means
+	// DefaultQueuedMaxRequestBytes, negative unbounded.
+	QueuedMaxRequestBytes int64
+	// MaxNonProduceRequestBytes caps the frames of every API but Produce;
+	// a larger one closes the connection once its API key is read. Zero
+	// means DefaultMaxNonProduceRequestBytes, negative MaxRequestBytes.
+	MaxNonProduceRequestBytes int32
+	// TransferTimeout and TransferMinRate are the transfer rule for
+	// request frames and responses (see transferRule). Zero means the
+	// default; a negative TransferTimeout turns the rule off.
+	TransferTimeout time.Duration
+	TransferMinRate int64
+	// Limits are the connection limits; nil means none.
+	Limits *ConnLimits
 	// APIs maps an API key to the [min, max] versions the handler supports;
 	// max is capped at kmsg's max. ApiVersions (18) is answered by the
 	// server and added if missing, with kmsg's full range.
@@ -67,6 +104,9 @@ type Server struct {
 	handler   Handler
 	log       *slog.Logger
 	listeners []boundListener
+	pool      *memPool
+	quotas    *connQuotas
+	frames    frameLimits
 
 	mu       sync.Mutex
 	serving  bool
@@ -92,10 +132,12 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxRequestBytes <= 0 {
-		cfg.MaxRequestBytes = DefaultMaxRequestBytes
-	}
+	cfg = withDefaults(cfg)
 	versions, err := newVersionTable(cfg.APIs)
+	if err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
+	quotas, err := newConnQuotas(cfg.Limits, len(cfg.Listeners))
 	if err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
@@ -104,6 +146,13 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Server, error) {
 		versions: versions,
 		handler:  h,
 		log:      logger,
+		pool:     newMemPool(cfg.QueuedMaxRequestBytes),
+		quotas:   quotas,
+		frames: frameLimits{
+			maxBytes:      cfg.MaxRequestBytes,
+			maxNonProduce: cfg.MaxNonProduceRequestBytes,
+			transfer:      transferRule{grace: cfg.TransferTimeout, rate: cfg.TransferMinRate},
+		},
 		stopping: make(chan struct{}),
 	}
 	seen := make(map[string]bool, len(cfg.Listeners))
@@ -121,6 +170,33 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Server, error) {
 		s.listeners = append(s.listeners, boundListener{name: l.Name, ln: ln})
 	}
 	return s, nil
+}
+
+// withDefaults fills in the Config fields left zero.
+func withDefaults(cfg Config) Config {
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	switch {
+	case cfg.QueuedMaxRequestBytes == 0:
+		cfg.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
+	case cfg.QueuedMaxRequestBytes < 0:
+		cfg.QueuedMaxRequestBytes = -1
+	}
+	switch {
+	case cfg.MaxNonProduceRequestBytes == 0:
+		cfg.MaxNonProduceRequestBytes = DefaultMaxNonProduceRequestBytes
+	case cfg.MaxNonProduceRequestBytes < 0:
+		cfg.MaxNonProduceRequestBytes = cfg.MaxRequestBytes
+	}
+	cfg.MaxNonProduceRequestBytes = min(cfg.MaxNonProduceRequestBytes, cfg.MaxRequestBytes)
+	if cfg.TransferTimeout == 0 {
+		cfg.TransferTimeout = DefaultTransferTimeout
+	}
+	if cfg.TransferMinRate <= 0 {
+		cfg.TransferMinRate = DefaultTransferMinRate
+	}
+	return cfg
 }
 
 // Addr returns the bound address of the named listener (with port 0
@@ -237,10 +313,32 @@ func (s *Server) acceptLoop(ctx context.Context, l boundListener) error {
 			return fmt.Errorf("accept on listener %s: %w", l.name, err)
 		}
 		backoff = 0
+		// At max.connections the listener stops accepting until a
+		// connection closes, as Kafka's acceptor does: this one waits
+		// unread, the next ones in the kernel's accept queue.
+		if err := s.quotas.acquire(ctx, l.name); err != nil {
+			_ = nc.Close()
+			return nil
+		}
+		c := newConn(ctx, s, l.name, nc)
+		ip := remoteIP(nc.RemoteAddr())
+		ok, limit, evict := s.quotas.admit(c, ip)
+		if !ok {
+			// Kafka closes such a connection at once, without a word.
+			s.log.Info("connection refused: too many connections from this address",
+				"listener", l.name, "remote", nc.RemoteAddr().String(), "limit", limit)
+			c.cancel() // a refused connection's context must not linger
+			_ = nc.Close()
+			continue
+		}
+		if evict != nil {
+			evict.shutdown("closed for an inter-broker connection (max.connections)", nil)
+		}
 		s.conns.Add(1)
 		go func() {
 			defer s.conns.Done()
-			newConn(s, l.name, nc).serve(ctx)
+			defer s.quotas.release(c, ip)
+			c.serve()
 		}()
 	}
 }
