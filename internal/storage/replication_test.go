@@ -76,4 +76,3 @@ func TestHighWatermarkCheckpointRoundTrip(t *testing.T) {
 		t.Fatalf("b-3 hw %d after reload, want 5 (clamped to the log end)", hw)
 	}
 }
-
