@@ -57,6 +57,11 @@ type ManagerConfig struct {
 	FlushSchedulerIntervalMs int64    // how often FlushIntervalMs is checked (Kafka: log.flush.scheduler.interval.ms)
 	CheckpointIntervalMs     int64    // log.flush.offset.checkpoint.interval.ms (60000)
 
+	// MaxOpenFiles bounds the segment files open at once across every
+	// log (weir.log.max.open.files); 0 = DefaultMaxOpenFiles, derived from
+	// RLIMIT_NOFILE. See doc.go, Descriptors.
+	MaxOpenFiles int
+
 	// Log cleaner (cleaner_manager.go), for logs whose Config.Compact is set.
 	DisableCleaner          bool  // log.cleaner.enable=false (the zero value keeps Kafka's default: on)
 	CleanerBackoffMs        int64 // log.cleaner.backoff.ms (15000): idle wait between looks
@@ -83,6 +88,8 @@ type Manager struct {
 
 	ckMu sync.Mutex // one checkpoint writer at a time
 
+	files *fileCache // segment descriptors of every log
+
 	cleaner cleanerRunner
 }
 
@@ -98,7 +105,16 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	m := &Manager{cfg: cfg, logger: logger, logs: make(map[TopicPartition]managedLog)}
+	limit, limitErr := fileLimit()
+	files := cfg.MaxOpenFiles
+	if files <= 0 {
+		files = DefaultMaxOpenFiles()
+	}
+	if limitErr == nil && uint64(files) >= limit {
+		logger.Warn("weir.log.max.open.files is not below the process's open file limit; the broker may run out of descriptors",
+			"max_open_files", files, "rlimit_nofile", limit)
+	}
+	m := &Manager{cfg: cfg, logger: logger, logs: make(map[TopicPartition]managedLog), files: newFileCache(files)}
 
 	type job struct {
 		tp            TopicPartition
@@ -160,7 +176,7 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			l, err := OpenLog(j.path, cfg.Defaults, j.rp, j.lso, j.cleanShutdown, logger)
+			l, err := openLogWithFiles(j.path, cfg.Defaults, j.rp, j.lso, j.cleanShutdown, logger, m.files)
 			errMu.Lock()
 			defer errMu.Unlock()
 			if err != nil {
@@ -187,7 +203,8 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 			return nil, err
 		}
 	}
-	logger.Info("log manager loaded", "partitions", len(m.logs), "dirs", len(cfg.Dirs))
+	logger.Info("log manager loaded", "partitions", len(m.logs), "dirs", len(cfg.Dirs),
+		"max_open_segment_files", files, "rlimit_nofile", limit)
 	return m, nil
 }
 
@@ -233,7 +250,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 			dir = i
 		}
 	}
-	l, err := OpenLog(filepath.Join(m.cfg.Dirs[dir], tp.dirName()), cfg, 0, 0, false, m.logger)
+	l, err := openLogWithFiles(filepath.Join(m.cfg.Dirs[dir], tp.dirName()), cfg, 0, 0, false, m.logger, m.files)
 	if err != nil {
 		return nil, fmt.Errorf("create log %s: %w", tp.dirName(), err)
 	}
@@ -241,6 +258,10 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 	m.logs[tp] = managedLog{log: l, dir: dir}
 	return l, nil
 }
+
+// OpenSegmentFiles is how many segment files have a descriptor now (at
+// most MaxOpenFiles, unless that many are in use at once).
+func (m *Manager) OpenSegmentFiles() int { return m.files.Open() }
 
 // Partitions lists every loaded partition, sorted.
 func (m *Manager) Partitions() []TopicPartition {
