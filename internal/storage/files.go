@@ -318,6 +318,29 @@ func (c *fileCache) removeLocked(h *segFile) *os.File {
 	return h.f.Swap(nil)
 }
 
+// closeIdle closes every descriptor not used since the previous call (or
+// since it was reopened) and not in use now, and returns how many. Run
+// periodically, it leaves idle partitions and sealed segments without
+// descriptors, so the cache holds what is in use rather than its
+// capacity, and sockets keep the room. It clears the reference bits the
+// eviction reads, which only makes the next evictions pick among files
+// used since.
+func (c *fileCache) closeIdle() int {
+	c.mu.Lock()
+	var out []*os.File
+	for i := 0; i < len(c.ring); {
+		h := c.ring[i]
+		if h.used.Swap(false) || !h.refs.CompareAndSwap(0, -1) {
+			i++
+			continue
+		}
+		out = append(out, c.removeLocked(h)) // the last file moves to i
+	}
+	c.mu.Unlock()
+	closeFiles(out)
+	return len(out)
+}
+
 // closeFiles closes evicted descriptors. Their files are not retired, so
 // an error here loses nothing a later fsync would not report.
 func closeFiles(fs []*os.File) {

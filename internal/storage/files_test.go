@@ -235,6 +235,36 @@ func TestFileCacheConcurrentUse(t *testing.T) {
 	t.Logf("%d opens, %d evictions", c.opened.Load(), c.evictions.Load())
 }
 
+// TestFileCacheClosesIdle: a sweep closes the files not used since the
+// previous one, keeps the others and never touches one in use.
+func TestFileCacheClosesIdle(t *testing.T) {
+	c, hs := cachedFiles(t, 3, 8)
+	for range 2 { // the second use sets the reference bit
+		if err := readVia(hs[0], 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := readVia(hs[1], 1); err != nil { // reopened, used once
+		t.Fatal(err)
+	}
+	if _, err := hs[2].acquire(); err != nil { // in use throughout
+		t.Fatal(err)
+	}
+	if n := c.closeIdle(); n != 1 || c.Open() != 2 {
+		t.Fatalf("first sweep closed %d, %d open; want file 1 closed", n, c.Open())
+	}
+	if n := c.closeIdle(); n != 1 || c.Open() != 1 {
+		t.Fatalf("second sweep closed %d, %d open; want file 0 closed too", n, c.Open())
+	}
+	hs[2].release()
+	if n := c.closeIdle(); n != 1 || c.Open() != 0 {
+		t.Fatalf("third sweep closed %d, %d open", n, c.Open())
+	}
+	if err := readVia(hs[0], 0); err != nil { // reopens
+		t.Fatal(err)
+	}
+}
+
 func TestSegmentFileBudget(t *testing.T) {
 	for _, tc := range []struct {
 		nofile uint64

@@ -406,6 +406,8 @@ func (m *Manager) Run(ctx context.Context) {
 	defer flush.Stop()
 	ckpt := time.NewTicker(interval(m.cfg.CheckpointIntervalMs, 60000))
 	defer ckpt.Stop()
+	idle := time.NewTicker(idleFileSweep)
+	defer idle.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -429,9 +431,17 @@ func (m *Manager) Run(ctx context.Context) {
 			if err := m.Checkpoint(); err != nil {
 				m.logger.Error("checkpoint", "err", err)
 			}
+		case <-idle.C:
+			if n := m.files.closeIdle(); n > 0 {
+				m.logger.Debug("closed idle segment files", "closed", n, "open", m.files.Open())
+			}
 		}
 	}
 }
+
+// idleFileSweep is how often segment files unused since the previous
+// sweep are closed: a descriptor idle for one to two minutes goes.
+const idleFileSweep = time.Minute
 
 // snapshot returns the current logs (work is done outside the map lock).
 func (m *Manager) snapshot() []*Log {
