@@ -146,6 +146,7 @@ func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 			DisableCleaner:           !cfg.LogCleanerEnable,
 			CleanerBackoffMs:         cfg.LogCleanerBackoffMs,
 			CleanerDedupeBufferSize:  cfg.LogCleanerDedupeBufferSize,
+			MaxOpenFiles:             int(cfg.LogMaxOpenFiles),
 		},
 	}
 	// A single voter that is this node needs no address list: the

@@ -63,6 +63,7 @@ type Broker struct {
 	LogCleanerEnable                   bool     // log.cleaner.enable
 	LogCleanerBackoffMs                int64    // log.cleaner.backoff.ms
 	LogCleanerDedupeBufferSize         int64    // log.cleaner.dedupe.buffer.size
+	LogMaxOpenFiles                    int32    // weir.log.max.open.files (weir's; 0 = from RLIMIT_NOFILE)
 	CompressionType                    string   // compression.type
 
 	// Topics.

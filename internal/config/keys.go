@@ -283,6 +283,8 @@ var brokerKeys = []brokerKey{
 		"How long the cleaner sleeps when no log needs cleaning."),
 	intKey("log.cleaner.dedupe.buffer.size", TypeLong, 134217728, 1<<20, noMax, func(b *Broker) *int64 { return &b.LogCleanerDedupeBufferSize },
 		"Memory for the cleaner's key -> latest offset map; a pass stops at the offset where it fills."),
+	intKey("weir.log.max.open.files", TypeInt, 0, 0, math.MaxInt32, func(b *Broker) *int32 { return &b.LogMaxOpenFiles },
+		"weir's own key: segment files kept open at once across all partitions (the rest are reopened on use); 0 = half of the process's open file limit (RLIMIT_NOFILE), at most that limit minus 256, at least 16."),
 	enumKey("compression.type", "producer", compressionTypes, func(b *Broker) *string { return &b.CompressionType },
 		"Compression of stored batches; producer keeps what the producer sent."),
 

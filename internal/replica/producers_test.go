@@ -98,8 +98,8 @@ func TestFollowerBuildsTheSameState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := make([]byte, r.Len)
-	if _, err := r.File.ReadAt(data, r.Pos); err != nil {
+	data, err := r.Bytes()
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := flog.AppendAsFollower(data); err != nil {

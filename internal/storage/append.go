@@ -179,14 +179,12 @@ func (l *Log) appendLocked(records []byte, refs []batchRef, cfg Config, now time
 		return err
 	}
 	pos := seg.size.Load()
-	if _, err := seg.log.WriteAt(records, pos); err != nil {
-		// Cut whatever part reached the file so the log stays a sequence
-		// of whole batches.
-		if terr := seg.log.Truncate(pos); terr != nil {
-			l.torn = fmt.Errorf("truncate %s to %d after a failed write: %w", seg.logPath(), pos, terr)
-			l.logger.Error("truncating after failed write; log refuses writes until restarted", "file", seg.logPath(), "pos", pos, "err", terr)
+	if err, cutErr := seg.write(records, pos); err != nil {
+		if cutErr != nil {
+			l.torn = cutErr
+			l.logger.Error("truncating after failed write; log refuses writes until restarted", "file", seg.logPath(), "pos", pos, "err", cutErr)
 		}
-		return fmt.Errorf("write %d bytes to %s at %d: %w: %w", len(records), seg.logPath(), pos, ErrStorage, err)
+		return err
 	}
 	for _, r := range refs {
 		seg.indexBatch(r.h, r.h.MaxTimestamp, pos+int64(r.start), cfg.IndexIntervalBytes)
@@ -202,6 +200,26 @@ func (l *Log) appendLocked(records []byte, refs []batchRef, cfg Config, now time
 		}
 	}
 	return nil
+}
+
+// write writes records at pos of the segment's .log under one use of its
+// descriptor (no reopen while the cache keeps it, as it does the active
+// segment of a log being appended to). After a failed write, whatever
+// part reached the file is cut so the log stays a sequence of whole
+// batches; cutErr is set if that failed too.
+func (s *segment) write(records []byte, pos int64) (err, cutErr error) {
+	f, err := s.file.acquire()
+	if err != nil {
+		return fmt.Errorf("write %d bytes to %s at %d: %w", len(records), s.logPath(), pos, err), nil
+	}
+	defer s.file.release()
+	if _, err := f.WriteAt(records, pos); err != nil {
+		if terr := f.Truncate(pos); terr != nil {
+			cutErr = fmt.Errorf("truncate %s to %d after a failed write: %w", s.logPath(), pos, terr)
+		}
+		return fmt.Errorf("write %d bytes to %s at %d: %w: %w", len(records), s.logPath(), pos, ErrStorage, err), cutErr
+	}
+	return nil, nil
 }
 
 // afterAppendLocked applies the message-count flush policy.
@@ -294,7 +312,7 @@ func (l *Log) newSegmentLocked(base int64, cfg Config) (*segment, error) {
 			return nil, fmt.Errorf("remove stale index of new segment %d: %w", base, err)
 		}
 	}
-	seg, _, err := openSegment(l.dir, base, cfg)
+	seg, _, err := openSegment(l.dir, base, cfg, l.files)
 	if err != nil {
 		return nil, fmt.Errorf("new segment in %s: %w: %w", l.dir, ErrStorage, err)
 	}

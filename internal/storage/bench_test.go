@@ -127,3 +127,65 @@ func BenchmarkRecovery(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkReadTail is the consumer fetch path at the head of the log:
+// Read of the batch just appended, then Bytes (what fetch.go sends).
+func BenchmarkReadTail(b *testing.B) {
+	batch := benchBatch(b)
+	l, err := OpenLog(b.TempDir(), testConfig(), 0, 0, true, quietLogger())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	for range 64 {
+		if _, err := l.Append(batch, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	last := l.LogEndOffset() - 1
+	b.SetBytes(int64(len(batch)))
+	b.ResetTimer()
+	for range b.N {
+		r, err := l.Read(last, 1<<20, -1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Bytes(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadEvicted is BenchmarkReadRandom with one descriptor for the
+// log's 100 segments: nearly every read reopens its segment, the cost
+// paid when the segments in use outnumber weir.log.max.open.files.
+func BenchmarkReadEvicted(b *testing.B) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 256 << 10
+	files := newFileCache(1)
+	l, err := openLogWithFiles(b.TempDir(), cfg, 0, 0, true, quietLogger(), files)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	batch := benchBatch(b)
+	for l.NumSegments() < 100 {
+		if _, err := l.Append(batch, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	leo := l.LogEndOffset()
+	rng := rand.New(rand.NewSource(1))
+	opened := files.opened.Load()
+	b.ResetTimer()
+	for range b.N {
+		r, err := l.Read(rng.Int63n(leo), 1, -1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Bytes(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(files.opened.Load()-opened)/float64(b.N), "opens/op")
+}

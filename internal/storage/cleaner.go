@@ -51,7 +51,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -245,7 +244,7 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 // its files were closed under the cleaner's reads. A failure caused by
 // the log changing under the pass is errCleanAborted, which does not
 // bench the log: with file.delete.delay.ms=0, retention and DeleteRecords
-// close the segments they remove at once (os.ErrClosed), and a
+// retire the segments they remove at once (errSegmentClosed), and a
 // truncation can shorten a segment below its planned size.
 func (l *Log) cleanErr(err error, truncations int64) error {
 	l.mu.Lock()
@@ -254,7 +253,7 @@ func (l *Log) cleanErr(err error, truncations int64) error {
 	if closed {
 		return fmt.Errorf("clean %s: %w", l.dir, ErrClosed)
 	}
-	if errors.Is(err, os.ErrClosed) || l.clean.truncations.Load() != truncations {
+	if errors.Is(err, errSegmentClosed) || l.clean.truncations.Load() != truncations {
 		return fmt.Errorf("clean %s: %w: %w", l.dir, errCleanAborted, err)
 	}
 	return fmt.Errorf("clean %s: %w", l.dir, err)
@@ -323,9 +322,14 @@ var errStopScan = errors.New("stop scan")
 // each CRC, and hands each (valid until fn returns) to fn. An fn error
 // stops the walk; errStopScan stops it quietly.
 func readBatches(s *segment, size int64, fn func(b []byte, h recordbatch.Header) error) error {
+	f, err := s.file.acquire()
+	if err != nil {
+		return err
+	}
+	defer s.file.release()
 	// Buffers sized to the segment: small segments are common in tests and
 	// for freshly rolled compacted topics.
-	br := bufio.NewReaderSize(io.NewSectionReader(s.log, 0, size), int(min(size, 1<<20)))
+	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), int(min(size, 1<<20)))
 	buf := make([]byte, min(size, 64<<10))
 	for pos := int64(0); pos < size; {
 		if size-pos < recordbatch.HeaderSize {
@@ -374,7 +378,7 @@ func lastBatches(segs []*segment, sizes []int64) (batchLasts, error) {
 	lasts := batchLasts{ofProducer: make(map[int64]int64), ofSegment: make([]int64, len(segs))}
 	for i, s := range segs {
 		lasts.ofSegment[i] = -1
-		err := scanHeaders(s.log, 0, sizes[i], func(_ int64, h recordbatch.Header) bool {
+		err := s.scanHeaders(0, sizes[i], func(_ int64, h recordbatch.Header) bool {
 			lasts.ofSegment[i] = h.BaseOffset
 			if h.ProducerID >= 0 {
 				lasts.ofProducer[h.ProducerID] = h.BaseOffset

@@ -187,7 +187,7 @@ func (l *Log) deleteHorizon(p cleanPlan) int64 {
 		if p.uppers[i] > p.firstDirty {
 			break // never cleaned: no horizon yet
 		}
-		err := scanHeaders(s.log, 0, s.size.Load(), func(_ int64, bh recordbatch.Header) bool {
+		err := s.scanHeaders(0, s.size.Load(), func(_ int64, bh recordbatch.Header) bool {
 			if hz, set := bh.DeleteHorizon(); set && !bh.Control() {
 				h = min(h, hz)
 			}

@@ -43,7 +43,7 @@ func (w *rewriter) cleanGroup(ctx context.Context, segs []*segment, sizes []int6
 	if groupLast < 0 {
 		return nil // only empty segments: nothing to clean
 	}
-	out, err := createCleanedSegment(w.l.dir, group[0].base, w.cfg)
+	out, err := createCleanedSegment(w.l.dir, group[0].base, w.cfg, w.l.files)
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,13 @@ func (w *rewriter) cleanGroup(ctx context.Context, segs []*segment, sizes []int6
 	for _, n := range groupSizes {
 		total += n
 	}
-	bw := bufio.NewWriterSize(out.log, int(min(total, 1<<20)))
+	// The new file stays open (no eviction) while it is written.
+	outFile, err := out.file.acquire()
+	if err != nil {
+		return err
+	}
+	defer out.file.release()
+	bw := bufio.NewWriterSize(outFile, int(min(total, 1<<20)))
 	var pos int64
 	horizon := int64(math.MaxInt64)
 	var st CleanStats
@@ -215,8 +221,9 @@ func (w *rewriter) filter(b []byte, h recordbatch.Header, keep bool, st *CleanSt
 }
 
 // createCleanedSegment creates the empty "<base>.log.cleaned" and its
-// index files, replacing leftovers of an abandoned pass.
-func createCleanedSegment(dir string, base int64, cfg Config) (*segment, error) {
+// index files, replacing leftovers of an abandoned pass. Its descriptor
+// goes to files like any segment's.
+func createCleanedSegment(dir string, base int64, cfg Config, files *fileCache) (*segment, error) {
 	paths := [3]string{}
 	for i, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		paths[i] = filepath.Join(dir, segmentName(base, suf)+cleanedSuffix)
@@ -228,8 +235,7 @@ func createCleanedSegment(dir string, base int64, cfg Config) (*segment, error) 
 	if err != nil {
 		return nil, fmt.Errorf("create cleaned segment: %w: %w", ErrStorage, err)
 	}
-	s := &segment{base: base, log: f, maxTs: -1, offOfMaxTs: base, maxTimeEntries: cfg.SegmentIndexBytes / 12}
-	s.setLogPath(paths[0])
+	s := &segment{base: base, file: newSegFile(files, paths[0]), maxTs: -1, offOfMaxTs: base, maxTimeEntries: cfg.SegmentIndexBytes / 12}
 	if s.offIdx, err = index.OpenOffsetIndex(paths[1], base, cfg.SegmentIndexBytes); err != nil {
 		f.Close()
 		os.Remove(paths[0])
@@ -242,5 +248,6 @@ func createCleanedSegment(dir string, base int64, cfg Config) (*segment, error) 
 		os.Remove(paths[1])
 		return nil, fmt.Errorf("create cleaned time index: %w", err)
 	}
+	s.file.adopt(f)
 	return s, nil
 }

@@ -12,7 +12,8 @@ package storage
 //     the .log; fsync the directory.
 //  3. rename the new files *.swap -> final names (indexes, then the .log);
 //     fsync the directory; publish the new segment list. The old segments
-//     stay open until file.delete.delay.ms, so readers holding them finish.
+//     stay readable until file.delete.delay.ms, so readers holding them
+//     finish.
 //
 // At load (recoverSwaps, before anything else looks at the directory):
 //
@@ -142,13 +143,10 @@ func (l *Log) swapIn(out *segment, group []*segment, sizes []int64, truncations 
 	return true, nil
 }
 
-// renameLog renames a segment's .log file.
+// renameLog renames a segment's .log file (its descriptor, if open, stays
+// valid; a reopen uses the new name).
 func renameLog(s *segment, path string) error {
-	if err := os.Rename(s.logPath(), path); err != nil {
-		return fmt.Errorf("rename %s: %w", s.logPath(), err)
-	}
-	s.setLogPath(path)
-	return nil
+	return s.file.rename(path)
 }
 
 // retireIndexesFirst renames a segment's files to *.deleted, the .log last.

@@ -29,7 +29,8 @@ func TestCrashHelper(t *testing.T) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 8 << 10
 	cfg.FlushIntervalMessages = flushEvery
-	m, err := OpenManager(ManagerConfig{Dirs: []string{dir}, Defaults: cfg, CheckpointIntervalMs: 20}, quietLogger())
+	// One segment descriptor: rolls and flushes reopen what they fsync.
+	m, err := OpenManager(ManagerConfig{Dirs: []string{dir}, Defaults: cfg, CheckpointIntervalMs: 20, MaxOpenFiles: 1}, quietLogger())
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)

@@ -20,7 +20,8 @@
 // cleaner swaps a segment in, its new files are named "*.cleaned", then
 // "*.swap" (see Compaction). Retired
 // segments are renamed "*.deleted" and removed file.delete.delay.ms later;
-// their open handles stay valid so a reader in flight is not disturbed.
+// a reader in flight keeps its descriptor, or reopens the file under its
+// new name, so it is not disturbed.
 //
 // # Byte layouts (big-endian)
 //
@@ -42,6 +43,57 @@
 // whole by writers), then each segment's published size, and use pread.
 // Append writes the bytes, adds index entries, publishes the segment
 // size, then the log end, so a reader never sees a partial batch.
+//
+// # Descriptors (files.go)
+//
+// The number of open files does not depend on the number of partitions
+// or segments. Index files live in memory and are opened only to be
+// written (Flush, Close); leader-epoch-checkpoint, producer snapshots,
+// partition.metadata and the log dir checkpoints are written through a
+// temp file and read whole, each open for a moment. Only segment .log
+// files are read and written in place, and those are opened on demand
+// through one descriptor cache shared by a Manager's logs:
+//
+//   - Capacity: weir.log.max.open.files, else half of RLIMIT_NOFILE, at
+//     most RLIMIT_NOFILE - 256 and at least 16 (1024 -> 512, 20000 ->
+//     10000). The other half is for client and replica sockets,
+//     listeners, Raft (bolt db, snapshots, peers), the files opened for a
+//     moment above (a few per goroutine at most) and the Go runtime.
+//   - A segment's descriptor is opened on first use: a read, an append,
+//     a scan at load or recovery, an fsync, a truncation. A created
+//     segment keeps the descriptor it was created with. Loading a log
+//     only stats its .log files, so a restart with any number of
+//     partitions and segments holds no descriptor per partition.
+//   - Idle files go: every minute the Manager closes the descriptors not
+//     used since the previous minute (closeIdle), so idle partitions and
+//     sealed segments hold none and the cache holds about what is in
+//     use, not its capacity.
+//   - Every use is acquire ... release. A descriptor is closed only with
+//     no user (CLOCK eviction, second chance, when the cache is over
+//     capacity; or when its segment is retired, by the last user), so no
+//     read or write ever sees it closed or its number reused. When more
+//     files than the capacity are in use at once the cache goes over
+//     capacity and shrinks back as users release. An open that fails
+//     with EMFILE/ENFILE closes idle cached files and retries.
+//   - The fast path (descriptor open) is a compare-and-swap on the
+//     file's reference count: appending to an active segment and reading
+//     recent data never reopen a file while the segments in use fit the
+//     capacity. A reopened file enters the CLOCK with its reference bit
+//     clear, so segments read once go before active ones.
+//   - ReadResult holds the segment, not a descriptor: Bytes and WriteTo
+//     acquire it for the copy (sendfile included) and release it, so a
+//     result needs no release. Used after its segment was retired (log
+//     closed or deleted, or removed past file.delete.delay.ms), they fail
+//     with ErrClosed unless another user still holds the descriptor.
+//   - Renames (*.deleted, the cleaner's *.cleaned -> *.swap -> final)
+//     take the file's own lock, as opens do, so a reopen always uses the
+//     current name while an open descriptor simply follows the rename.
+//   - Durability does not need a descriptor kept: fsync writes back the
+//     file's dirty pages whichever descriptor wrote them, so a roll or
+//     Flush reopens an evicted segment to fsync it before the recovery
+//     point passes it, and Linux (4.16 on) reports a writeback error that
+//     no descriptor has seen to one opened after it. Closing an evicted
+//     descriptor loses nothing: the page cache holds the data either way.
 //
 // # Recovery (OpenLog)
 //
@@ -103,7 +155,7 @@
 //  1. *.cleaned -> *.swap, fsync dir     (from here the new data wins)
 //  2. old segments -> *.deleted (indexes first), fsync dir
 //  3. *.swap -> final names (.log last), fsync dir, publish; old
-//     segments stay open for readers until file.delete.delay.ms.
+//     segments stay readable until file.delete.delay.ms.
 //
 // At load: *.cleaned are removed (old files intact); each <base>.log.swap
 // replaces every segment with a base in [base, its last offset] and is

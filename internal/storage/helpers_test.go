@@ -24,7 +24,14 @@ func testConfig() Config {
 
 func openLog(t testing.TB, dir string, cfg Config) *Log {
 	t.Helper()
-	l, err := OpenLog(dir, cfg, 0, 0, true, quietLogger())
+	return openLogFiles(t, dir, cfg, newFileCache(DefaultMaxOpenFiles()))
+}
+
+// openLogFiles is openLog with the descriptor cache to use (shared by
+// the caller's logs, or tiny to force evictions).
+func openLogFiles(t testing.TB, dir string, cfg Config, files *fileCache) *Log {
+	t.Helper()
+	l, err := openLogWithFiles(dir, cfg, 0, 0, true, quietLogger(), files)
 	if err != nil {
 		t.Fatalf("OpenLog: %v", err)
 	}

@@ -60,7 +60,7 @@ func (l *Log) replayLocked(from int64) error {
 	for i := max(floorSegment(segs, from), 0); i < len(segs); i++ {
 		s := segs[i]
 		_, pos := s.offIdx.Lookup(from)
-		err := scanHeaders(s.log, pos, s.size.Load(), func(_ int64, h recordbatch.Header) bool {
+		err := s.scanHeaders(pos, s.size.Load(), func(_ int64, h recordbatch.Header) bool {
 			if h.BaseOffset >= leo {
 				return false
 			}

@@ -45,7 +45,7 @@ func (l *Log) load(recoveryPoint, logStart int64, clean bool) error {
 		return err
 	}
 	for _, b := range bases {
-		seg, rb, err := openSegment(l.dir, b, cfg)
+		seg, rb, err := openSegment(l.dir, b, cfg, l.files)
 		if err != nil {
 			return fail(err)
 		}
@@ -206,15 +206,14 @@ func (l *Log) trustedTail(s *segment, cfg Config, rebuild bool) (int64, error) {
 		_, pos := s.offIdx.LastEntry()
 		next := s.base
 		size := s.size.Load()
-		var buf [recordbatch.HeaderSize]byte
-		for {
-			h, ok, err := readHeader(s.log, pos, size, buf[:])
-			if err != nil || !ok || pos+h.Size() > size {
-				break
-			}
+		err := s.scanHeaders(pos, size, func(at int64, h recordbatch.Header) bool {
 			s.noteTimestamp(h.MaxTimestamp, h.LastOffset())
 			next = h.LastOffset() + 1
-			pos += h.Size()
+			pos = at + h.Size()
+			return true
+		})
+		if errors.Is(err, ErrStorage) {
+			return 0, fmt.Errorf("read %s: %w", s.logPath(), err) // could not open it
 		}
 		if pos == size {
 			_, ipos := s.offIdx.LastEntry()
@@ -238,8 +237,8 @@ func (l *Log) cutSegments(segs []*segment, i int, res scanResult) error {
 	l.logger.Warn("recovery truncated segment",
 		"file", s.logPath(), "at_byte", res.validEnd, "bytes_cut", size-res.validEnd,
 		"next_offset", res.next, "reason", res.stop)
-	if err := s.log.Truncate(res.validEnd); err != nil {
-		return fmt.Errorf("truncate %s to %d: %w", s.logPath(), res.validEnd, err)
+	if err := s.file.truncate(res.validEnd); err != nil {
+		return err
 	}
 	s.size.Store(res.validEnd)
 	for _, later := range segs[i+1:] {
@@ -274,7 +273,12 @@ func (s *segment) scan(upper int64, interval int, reindex bool) (scanResult, err
 		s.bytesSinceIndex = 0
 	}
 	res := scanResult{next: s.base}
-	br := bufio.NewReaderSize(io.NewSectionReader(s.log, 0, size), 1<<20)
+	f, err := s.file.acquire()
+	if err != nil {
+		return res, err
+	}
+	defer s.file.release()
+	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<20)
 	buf := make([]byte, 64<<10)
 	for res.validEnd < size {
 		pos := res.validEnd

@@ -59,12 +59,16 @@ type AppendInfo struct {
 
 // ReadResult is whole batches from one segment, as a file region so the
 // fetch path can send it without copying. Len may be 0 (nothing to read).
+// It holds no descriptor: Bytes and WriteTo take the segment's file from
+// the descriptor cache for the time of the copy (read.go), so a result
+// needs no release and one never used costs nothing.
 type ReadResult struct {
-	File *os.File // nil when Len == 0
-	Pos  int64
-	Len  int64
+	Pos int64
+	Len int64
 	// FirstOffset is the base offset of the first batch returned.
 	FirstOffset int64
+
+	file *segFile // nil when Len == 0
 }
 
 // ProducerStateHook lets the idempotence layer keep per-producer state in
@@ -111,6 +115,7 @@ type Log struct {
 	dir    string
 	logger *slog.Logger
 	cfg    atomic.Pointer[Config]
+	files  *fileCache // open .log descriptors, shared by the Manager's logs
 
 	mu     sync.Mutex
 	closed bool
@@ -154,8 +159,14 @@ const leaderEpochFile = "leader-epoch-checkpoint"
 // OpenLog opens (creating if needed) the partition directory dir and
 // recovers it. recoveryPoint and logStartOffset come from the log dir's
 // checkpoints (0 if absent); cleanShutdown says whether the log dir's
-// clean-shutdown marker was present.
+// clean-shutdown marker was present. The log gets a descriptor cache of
+// its own, of DefaultMaxOpenFiles; a Manager's logs share one.
 func OpenLog(dir string, cfg Config, recoveryPoint, logStartOffset int64, cleanShutdown bool, logger *slog.Logger) (*Log, error) {
+	return openLogWithFiles(dir, cfg, recoveryPoint, logStartOffset, cleanShutdown, logger, newFileCache(DefaultMaxOpenFiles()))
+}
+
+// openLogWithFiles is OpenLog with the descriptor cache to use.
+func openLogWithFiles(dir string, cfg Config, recoveryPoint, logStartOffset int64, cleanShutdown bool, logger *slog.Logger, files *fileCache) (*Log, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -165,6 +176,7 @@ func OpenLog(dir string, cfg Config, recoveryPoint, logStartOffset int64, cleanS
 	cfg = cfg.normalized()
 	l := &Log{
 		dir:      dir,
+		files:    files,
 		logger:   logger.With("log", filepath.Base(dir)),
 		pending:  make(map[*segment]*time.Timer),
 		fsyncDir: syncDir,
@@ -289,8 +301,8 @@ func (l *Log) syncFromRecoveryPointLocked(withActiveIndexes bool) error {
 		var err error
 		if i < last || withActiveIndexes {
 			err = segs[i].flush()
-		} else if serr := segs[i].log.Sync(); serr != nil {
-			err = fmt.Errorf("fsync %s: %w", segs[i].logPath(), serr)
+		} else {
+			err = segs[i].file.sync()
 		}
 		if err != nil {
 			return fmt.Errorf("flush %s: %w: %w", l.dir, ErrStorage, err)

@@ -61,6 +61,11 @@ type ManagerConfig struct {
 	// (5000): how often replication-offset-checkpoint is written.
 	HWCheckpointIntervalMs int64
 
+	// MaxOpenFiles bounds the segment files open at once across every
+	// log (weir.log.max.open.files); 0 = DefaultMaxOpenFiles, derived from
+	// RLIMIT_NOFILE. See doc.go, Descriptors.
+	MaxOpenFiles int
+
 	// Log cleaner (cleaner_manager.go), for logs whose Config.Compact is set.
 	DisableCleaner          bool  // log.cleaner.enable=false (the zero value keeps Kafka's default: on)
 	CleanerBackoffMs        int64 // log.cleaner.backoff.ms (15000): idle wait between looks
@@ -87,6 +92,8 @@ type Manager struct {
 
 	ckMu sync.Mutex // one checkpoint writer at a time
 
+	files *fileCache // segment descriptors of every log
+
 	cleaner cleanerRunner
 }
 
@@ -102,7 +109,16 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	m := &Manager{cfg: cfg, logger: logger, logs: make(map[TopicPartition]managedLog)}
+	limit, limitErr := fileLimit()
+	files := cfg.MaxOpenFiles
+	if files <= 0 {
+		files = DefaultMaxOpenFiles()
+	}
+	if limitErr == nil && uint64(files) >= limit {
+		logger.Warn("weir.log.max.open.files is not below the process's open file limit; the broker may run out of descriptors",
+			"max_open_files", files, "rlimit_nofile", limit)
+	}
+	m := &Manager{cfg: cfg, logger: logger, logs: make(map[TopicPartition]managedLog), files: newFileCache(files)}
 
 	type job struct {
 		tp            TopicPartition
@@ -165,7 +181,7 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			l, err := OpenLog(j.path, cfg.Defaults, j.rp, j.lso, j.cleanShutdown, logger)
+			l, err := openLogWithFiles(j.path, cfg.Defaults, j.rp, j.lso, j.cleanShutdown, logger, m.files)
 			errMu.Lock()
 			defer errMu.Unlock()
 			if err != nil {
@@ -193,7 +209,8 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 			return nil, err
 		}
 	}
-	logger.Info("log manager loaded", "partitions", len(m.logs), "dirs", len(cfg.Dirs))
+	logger.Info("log manager loaded", "partitions", len(m.logs), "dirs", len(cfg.Dirs),
+		"max_open_segment_files", files, "rlimit_nofile", limit)
 	return m, nil
 }
 
@@ -239,7 +256,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 			dir = i
 		}
 	}
-	l, err := OpenLog(filepath.Join(m.cfg.Dirs[dir], tp.dirName()), cfg, 0, 0, false, m.logger)
+	l, err := openLogWithFiles(filepath.Join(m.cfg.Dirs[dir], tp.dirName()), cfg, 0, 0, false, m.logger, m.files)
 	if err != nil {
 		return nil, fmt.Errorf("create log %s: %w", tp.dirName(), err)
 	}
@@ -247,6 +264,10 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 	m.logs[tp] = managedLog{log: l, dir: dir}
 	return l, nil
 }
+
+// OpenSegmentFiles is how many segment files have a descriptor now (at
+// most MaxOpenFiles, unless that many are in use at once).
+func (m *Manager) OpenSegmentFiles() int { return m.files.Open() }
 
 // Partitions lists every loaded partition, sorted.
 func (m *Manager) Partitions() []TopicPartition {
@@ -420,6 +441,8 @@ func (m *Manager) Run(ctx context.Context) {
 	defer ckpt.Stop()
 	hwCkpt := time.NewTicker(interval(m.cfg.HWCheckpointIntervalMs, 5000))
 	defer hwCkpt.Stop()
+	idle := time.NewTicker(idleFileSweep)
+	defer idle.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -447,9 +470,17 @@ func (m *Manager) Run(ctx context.Context) {
 			if err := m.CheckpointHighWatermarks(); err != nil {
 				m.logger.Error("high watermark checkpoint", "err", err)
 			}
+		case <-idle.C:
+			if n := m.files.closeIdle(); n > 0 {
+				m.logger.Debug("closed idle segment files", "closed", n, "open", m.files.Open())
+			}
 		}
 	}
 }
+
+// idleFileSweep is how often segment files unused since the previous
+// sweep are closed: a descriptor idle for one to two minutes goes.
+const idleFileSweep = time.Minute
 
 // snapshot returns the current logs (work is done outside the map lock).
 func (m *Manager) snapshot() []*Log {

@@ -312,18 +312,24 @@ func TestManagerTornWriteSkipsCleanShutdown(t *testing.T) {
 	mustAppend(t, l, makeBatch(t, 1, 10, 1, "ok"), 0)
 
 	// A read-only handle makes both the write and the truncation fail.
+	// Holding a use of the cached descriptor keeps it from being evicted
+	// while the test swaps it.
 	seg := l.active()
-	rw := seg.log
+	rw, err := seg.file.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ro, err := os.Open(seg.logPath())
 	if err != nil {
 		t.Fatal(err)
 	}
-	seg.log = ro
+	seg.file.f.Store(ro)
 	if _, err := l.Append(makeBatch(t, 1, 10, 1, "fails"), 0); !errors.Is(err, ErrStorage) {
 		t.Fatalf("append through a read-only file: %v, want ErrStorage", err)
 	}
 	// The failed write left bytes behind (as a short write can).
-	seg.log = rw
+	seg.file.f.Store(rw)
+	seg.file.release()
 	ro.Close()
 	if _, err := rw.WriteAt([]byte("torn tail"), seg.size.Load()); err != nil {
 		t.Fatal(err)

@@ -49,17 +49,39 @@ func TestModel(t *testing.T) {
 	t.Logf("seed %d (STORAGE_MODEL_SEED to replay)", seed)
 	rng := rand.New(rand.NewSource(seed))
 	for run := range 3 {
-		runModel(t, rng, run)
+		runModel(t, rng, run, newFileCache(DefaultMaxOpenFiles()))
 	}
 }
 
-func runModel(t *testing.T, rng *rand.Rand, run int) {
+// TestModelTinyFileCache is TestModel with one segment descriptor for
+// the log and its reopened successors: every access to another segment
+// evicts, and flushes and rolls fsync files reopened for the purpose.
+func TestModelTinyFileCache(t *testing.T) {
+	seed := time.Now().UnixNano()
+	if s, err := strconv.ParseInt(envOr("STORAGE_MODEL_SEED", ""), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (STORAGE_MODEL_SEED to replay)", seed)
+	rng := rand.New(rand.NewSource(seed))
+	files := newFileCache(1)
+	for run := range 3 {
+		runModel(t, rng, run, files)
+		if n := files.Open(); n != 0 {
+			t.Fatalf("run %d: %d segment files still open after the log closed", run, n)
+		}
+	}
+	if files.evictions.Load() == 0 {
+		t.Fatal("no descriptor was ever evicted")
+	}
+}
+
+func runModel(t *testing.T, rng *rand.Rand, run int, files *fileCache) {
 	cfg := testConfig()
 	cfg.SegmentBytes = int64(1024 + rng.Intn(3*1024))
 	cfg.IndexIntervalBytes = 64 + rng.Intn(512)
 	cfg.SegmentIndexBytes = 8 * (4 + rng.Intn(64))
 	dir := t.TempDir()
-	l, err := OpenLog(dir, cfg, 0, 0, true, quietLogger())
+	l, err := openLogWithFiles(dir, cfg, 0, 0, true, quietLogger(), files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +170,7 @@ func runModel(t *testing.T, rng *rand.Rand, run int) {
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if l, err = OpenLog(dir, cfg, rp, start, true, quietLogger()); err != nil {
+			if l, err = openLogWithFiles(dir, cfg, rp, start, true, quietLogger(), files); err != nil {
 				t.Fatalf("clean reopen: %v", err)
 			}
 		default:
@@ -157,7 +179,7 @@ func runModel(t *testing.T, rng *rand.Rand, run int) {
 			if err := l.closeSegments(); err != nil {
 				t.Fatal(err)
 			}
-			if l, err = OpenLog(dir, cfg, rp, start, false, quietLogger()); err != nil {
+			if l, err = openLogWithFiles(dir, cfg, rp, start, false, quietLogger(), files); err != nil {
 				t.Fatalf("crash reopen: %v", err)
 			}
 		}

@@ -8,27 +8,41 @@ import (
 	"github.com/weir-project/weir/internal/storage/recordbatch"
 )
 
-// Bytes reads the region into memory.
+// Bytes reads the region into memory. The segment's descriptor is held
+// (reopened if the cache had closed it) only for the copy. A segment
+// retired since Read (its log closed, or deleted past
+// file.delete.delay.ms) gives an error wrapping ErrClosed.
 func (r ReadResult) Bytes() ([]byte, error) {
 	if r.Len == 0 {
 		return nil, nil
 	}
+	f, err := r.file.acquire()
+	if err != nil {
+		return nil, fmt.Errorf("read %d bytes at %d: %w", r.Len, r.Pos, err)
+	}
+	defer r.file.release()
 	b := make([]byte, r.Len)
-	if _, err := r.File.ReadAt(b, r.Pos); err != nil {
-		return nil, fmt.Errorf("read %d bytes at %d of %s: %w: %w", r.Len, r.Pos, r.File.Name(), ErrStorage, err)
+	if _, err := f.ReadAt(b, r.Pos); err != nil {
+		return nil, fmt.Errorf("read %d bytes at %d of %s: %w: %w", r.Len, r.Pos, r.file.name(), ErrStorage, err)
 	}
 	return b, nil
 }
 
-// WriteTo copies the region to w (sendfile when w is a *net.TCPConn).
+// WriteTo copies the region to w (sendfile when w is a *net.TCPConn),
+// holding the segment's descriptor for the copy as Bytes does.
 func (r ReadResult) WriteTo(w io.Writer) (int64, error) {
 	if r.Len == 0 {
 		return 0, nil
 	}
-	if n, handled, err := sendfile(w, r.File, r.Pos, r.Len); handled {
+	f, err := r.file.acquire()
+	if err != nil {
+		return 0, fmt.Errorf("send %d bytes at %d: %w", r.Len, r.Pos, err)
+	}
+	defer r.file.release()
+	if n, handled, err := sendfile(w, f, r.Pos, r.Len); handled {
 		return n, err
 	}
-	return io.Copy(w, io.NewSectionReader(r.File, r.Pos, r.Len))
+	return io.Copy(w, io.NewSectionReader(f, r.Pos, r.Len))
 }
 
 // Read returns whole batches starting with the one containing offset, up
@@ -79,7 +93,7 @@ func (s *segment) read(offset int64, maxBytes int, limit int64) (ReadResult, boo
 	_, pos := s.offIdx.Lookup(offset)
 	var res ReadResult
 	found := false
-	err := scanHeaders(s.log, pos, end, func(p int64, h recordbatch.Header) bool {
+	err := s.scanHeaders(pos, end, func(p int64, h recordbatch.Header) bool {
 		if h.BaseOffset >= limit {
 			return false
 		}
@@ -88,7 +102,7 @@ func (s *segment) read(offset int64, maxBytes int, limit int64) (ReadResult, boo
 				return true
 			}
 			found = true
-			res = ReadResult{File: s.log, Pos: p, Len: h.Size(), FirstOffset: h.BaseOffset}
+			res = ReadResult{file: s.file, Pos: p, Len: h.Size(), FirstOffset: h.BaseOffset}
 			return true
 		}
 		if res.Len+h.Size() > int64(maxBytes) {
@@ -122,7 +136,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, found
 			from = s.timeIdx.Lookup(ts - 1)
 		}
 		_, pos := s.offIdx.Lookup(max(from, lso))
-		serr := scanHeaders(s.log, pos, s.size.Load(), func(_ int64, h recordbatch.Header) bool {
+		serr := s.scanHeaders(pos, s.size.Load(), func(_ int64, h recordbatch.Header) bool {
 			if h.BaseOffset >= leo {
 				return false
 			}

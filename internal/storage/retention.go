@@ -68,9 +68,9 @@ func (s *segment) retentionTimestamp() (int64, error) {
 	if ts, _ := s.timestamps(); ts >= 0 {
 		return ts, nil
 	}
-	st, err := s.log.Stat()
+	st, err := s.file.stat()
 	if err != nil {
-		return 0, fmt.Errorf("stat %s: %w", s.logPath(), err)
+		return 0, fmt.Errorf("retention time of segment %d: %w", s.base, err)
 	}
 	return st.ModTime().UnixMilli(), nil
 }

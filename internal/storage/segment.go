@@ -45,16 +45,16 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 	return base, true
 }
 
-// segment is one .log file with its two sparse indexes. The file and
-// index handles are safe for concurrent readers; fields marked "appender"
-// are touched only under Log.mu.
+// segment is one .log file with its two sparse indexes. The .log is
+// opened on demand through the log's descriptor cache (files.go); the
+// indexes live in memory. Both are safe for concurrent readers; fields
+// marked "appender" are touched only under Log.mu.
 type segment struct {
 	base int64
-	// path is the .log's current path. Renames (to *.deleted, by the
-	// cleaner's swap) happen under Log.mu, but readers and the cleaner
-	// name the file in errors without it: hence atomic (logPath).
-	path    atomic.Pointer[string]
-	log     *os.File
+	// file is the .log. Renames (to *.deleted, by the cleaner's swap)
+	// happen under Log.mu, but readers and the cleaner name the file in
+	// errors without it: its path is safe to read anywhere (logPath).
+	file    *segFile
 	offIdx  *index.OffsetIndex
 	timeIdx *index.TimeIndex
 
@@ -72,29 +72,40 @@ type segment struct {
 	firstAppend     time.Time // wall clock of the first append (segment.ms)
 }
 
-// openSegment opens (creating if absent) the three files of the segment
-// at base. Index files that fail to open as corrupt are recreated empty
-// and reported by needRebuild so the caller rebuilds them from the .log.
-func openSegment(dir string, base int64, cfg Config) (seg *segment, needRebuild bool, err error) {
+// openSegment opens the segment at base, creating an empty .log if there
+// is none. The .log is not opened, only looked at: it gets a descriptor
+// from files when first read or written (a created one keeps its own).
+// Index files that fail to open as corrupt are recreated empty and
+// reported by needRebuild so the caller rebuilds them from the .log.
+func openSegment(dir string, base int64, cfg Config, files *fileCache) (seg *segment, needRebuild bool, err error) {
 	logPath := filepath.Join(dir, segmentName(base, logSuffix))
-	f, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, false, fmt.Errorf("open segment %s: %w", logPath, err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
+	var created *os.File
+	var size int64
+	st, err := os.Stat(logPath)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if created, err = os.OpenFile(logPath, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+			return nil, false, fmt.Errorf("create segment %s: %w", logPath, err)
+		}
+	case err != nil:
 		return nil, false, fmt.Errorf("stat segment %s: %w", logPath, err)
+	default:
+		size = st.Size()
 	}
 	seg = &segment{
 		base:           base,
-		log:            f,
+		file:           newSegFile(files, logPath),
 		maxTs:          -1,
 		offOfMaxTs:     base,
 		maxTimeEntries: cfg.SegmentIndexBytes / 12,
 	}
-	seg.setLogPath(logPath)
-	seg.size.Store(st.Size())
+	seg.size.Store(size)
+	fail := func(err error) (*segment, bool, error) {
+		if created != nil {
+			created.Close()
+		}
+		return nil, false, err
+	}
 
 	idxPath := filepath.Join(dir, segmentName(base, indexSuffix))
 	tidxPath := filepath.Join(dir, segmentName(base, timeIndexSuffix))
@@ -102,7 +113,7 @@ func openSegment(dir string, base int64, cfg Config) (seg *segment, needRebuild 
 	// fresh index would silently make every lookup scan from position 0,
 	// and a missing time index would lose the segment's max timestamp.
 	for _, p := range []string{idxPath, tidxPath} {
-		if _, serr := os.Stat(p); errors.Is(serr, os.ErrNotExist) && st.Size() > 0 {
+		if _, serr := os.Stat(p); errors.Is(serr, os.ErrNotExist) && size > 0 {
 			needRebuild = true
 		}
 	}
@@ -114,8 +125,7 @@ func openSegment(dir string, base int64, cfg Config) (seg *segment, needRebuild 
 		}
 	}
 	if err != nil {
-		f.Close()
-		return nil, false, fmt.Errorf("open offset index of segment %d: %w", base, err)
+		return fail(fmt.Errorf("open offset index of segment %d: %w", base, err))
 	}
 	seg.timeIdx, err = index.OpenTimeIndex(tidxPath, base, cfg.SegmentIndexBytes)
 	if errors.Is(err, index.ErrCorrupt) {
@@ -126,10 +136,9 @@ func openSegment(dir string, base int64, cfg Config) (seg *segment, needRebuild 
 	}
 	if err != nil {
 		seg.offIdx.Close()
-		f.Close()
-		return nil, false, fmt.Errorf("open time index of segment %d: %w", base, err)
+		return fail(fmt.Errorf("open time index of segment %d: %w", base, err))
 	}
-	if !needRebuild && (seg.offIdx.SanityCheck(st.Size()) != nil || seg.timeIdx.SanityCheck() != nil) {
+	if !needRebuild && (seg.offIdx.SanityCheck(size) != nil || seg.timeIdx.SanityCheck() != nil) {
 		needRebuild = true
 	}
 	if !needRebuild {
@@ -145,15 +154,14 @@ func openSegment(dir string, base int64, cfg Config) (seg *segment, needRebuild 
 		ts, off := seg.timeIdx.LastEntry()
 		seg.maxTs, seg.offOfMaxTs = ts, off
 	}
+	if created != nil {
+		seg.file.adopt(created)
+	}
 	return seg, needRebuild, nil
 }
 
 // logPath is the .log's current path.
-func (s *segment) logPath() string { return *s.path.Load() }
-
-// setLogPath records a new path of the .log (under Log.mu, or before the
-// segment is shared).
-func (s *segment) setLogPath(p string) { s.path.Store(&p) }
+func (s *segment) logPath() string { return s.file.name() }
 
 // timestamps returns the segment's largest timestamp and its offset.
 func (s *segment) timestamps() (int64, int64) {
@@ -212,8 +220,8 @@ func (s *segment) sealIndexes() {
 
 // flush fsyncs the .log and writes and fsyncs both indexes.
 func (s *segment) flush() error {
-	if err := s.log.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", s.logPath(), err)
+	if err := s.file.sync(); err != nil {
+		return err
 	}
 	if err := s.offIdx.Flush(); err != nil {
 		return fmt.Errorf("flush offset index of segment %d: %w", s.base, err)
@@ -224,23 +232,23 @@ func (s *segment) flush() error {
 	return nil
 }
 
-// close writes the indexes (no fsync) and releases the files.
+// close writes the indexes (no fsync) and retires the .log: its
+// descriptor is closed now, or by the last reader still holding it.
 func (s *segment) close() error {
-	err := errors.Join(s.offIdx.Close(), s.timeIdx.Close(), s.log.Close())
+	err := errors.Join(s.offIdx.Close(), s.timeIdx.Close(), s.file.close())
 	if err != nil {
 		return fmt.Errorf("close segment %d: %w", s.base, err)
 	}
 	return nil
 }
 
-// renameDeleted moves the segment's files to *.deleted. Open handles stay
-// valid, so readers in flight finish undisturbed.
+// renameDeleted moves the segment's files to *.deleted. An open
+// descriptor stays valid and a reopen finds the new name, so readers in
+// flight finish undisturbed.
 func (s *segment) renameDeleted() error {
-	newLog := s.logPath() + deletedSuffix
-	if err := os.Rename(s.logPath(), newLog); err != nil {
+	if err := s.file.rename(s.logPath() + deletedSuffix); err != nil {
 		return fmt.Errorf("rename segment %d for deletion: %w", s.base, err)
 	}
-	s.setLogPath(newLog)
 	if err := s.offIdx.Rename(s.offIdx.Path() + deletedSuffix); err != nil {
 		return fmt.Errorf("rename offset index %d for deletion: %w", s.base, err)
 	}
@@ -281,8 +289,20 @@ func readHeader(f *os.File, pos, end int64, buf []byte) (h recordbatch.Header, o
 	return h, true, nil
 }
 
-// scanHeaders calls fn for each batch header in [pos, end), reading only
-// headers (pread). fn returns false to stop.
+// scanHeaders calls fn for each batch header in [pos, end) of the
+// segment, reading only headers (pread) under one use of its descriptor.
+// fn returns false to stop.
+func (s *segment) scanHeaders(pos, end int64, fn func(pos int64, h recordbatch.Header) bool) error {
+	f, err := s.file.acquire()
+	if err != nil {
+		return err
+	}
+	defer s.file.release()
+	return scanHeaders(f, pos, end, fn)
+}
+
+// scanHeaders calls fn for each batch header in [pos, end) of f, reading
+// only headers (pread). fn returns false to stop.
 func scanHeaders(f *os.File, pos, end int64, fn func(pos int64, h recordbatch.Header) bool) error {
 	var buf [recordbatch.HeaderSize]byte
 	for {

@@ -57,8 +57,8 @@ func (l *Log) truncateTo(offset int64) (lowered bool, err error) {
 			return false, fmt.Errorf("truncate %s to %d: %w", l.dir, offset, err)
 		}
 		newEnd = end
-		if err := s.log.Truncate(cut); err != nil {
-			return false, fmt.Errorf("truncate %s to byte %d: %w: %w", s.logPath(), cut, ErrStorage, err)
+		if err := s.file.truncate(cut); err != nil {
+			return false, fmt.Errorf("truncate %s: %w: %w", l.dir, ErrStorage, err)
 		}
 		s.size.Store(cut)
 		s.offIdx.TruncateTo(newEnd)
@@ -170,7 +170,7 @@ func (s *segment) batchStartAt(offset int64) (pos int64, base int64, err error) 
 	end := s.size.Load()
 	_, p := s.offIdx.Lookup(offset)
 	pos, base = end, -1
-	serr := scanHeaders(s.log, p, end, func(at int64, h recordbatch.Header) bool {
+	serr := s.scanHeaders(p, end, func(at int64, h recordbatch.Header) bool {
 		if h.LastOffset() >= offset {
 			pos, base = at, h.BaseOffset
 			return false
@@ -193,7 +193,7 @@ func (s *segment) restoreAppendState() error {
 	s.resetTimestamps()
 	_, ipos := s.offIdx.LastEntry()
 	end := s.size.Load()
-	err := scanHeaders(s.log, 0, end, func(_ int64, h recordbatch.Header) bool {
+	err := s.scanHeaders(0, end, func(_ int64, h recordbatch.Header) bool {
 		s.noteTimestamp(h.MaxTimestamp, h.LastOffset())
 		return true
 	})

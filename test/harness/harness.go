@@ -61,6 +61,7 @@ type Broker struct {
 	t         testing.TB
 	Dir       string   // log dir
 	Overrides []string // --override values used at every start
+	fdLimit   int      // RLIMIT_NOFILE of the process, 0 = inherited (limits.go)
 	Addr      string   // client listener host:port
 	CtrlAddr  string   // controller listener host:port
 
@@ -75,7 +76,13 @@ type Broker struct {
 // a fresh data dir; extra overrides ("key=value") are applied.
 func StartBroker(t testing.TB, overrides ...string) *Broker {
 	t.Helper()
-	b := &Broker{t: t, Dir: t.TempDir()}
+	return startBroker(&Broker{t: t, Dir: t.TempDir()}, overrides)
+}
+
+// startBroker applies the default overrides to b and starts it.
+func startBroker(b *Broker, overrides []string) *Broker {
+	t := b.t
+	t.Helper()
 	b.Overrides = append([]string{
 		"log.dirs=" + b.Dir,
 		"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
@@ -105,7 +112,7 @@ func (b *Broker) launch() {
 		// Restart on the same ports so clients find the broker again.
 		args = append(args, "--override", "listeners=PLAINTEXT://"+b.Addr+",CONTROLLER://"+b.CtrlAddr)
 	}
-	cmd := exec.Command(weirBin, args...)
+	cmd := b.command(args)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		b.t.Fatal(err)
