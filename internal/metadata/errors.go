@@ -26,6 +26,10 @@ var (
 	// ErrInvalidRequest: INVALID_REQUEST (42), e.g. both a partition count
 	// and a manual assignment given.
 	ErrInvalidRequest = errors.New("invalid request")
+	// ErrPolicyViolation: POLICY_VIOLATION (44), a partition limit
+	// (PartitionLimits) would be exceeded. KIP-578 proposed its own code
+	// for this, RESOURCE_LIMIT_REACHED, which Kafka never added.
+	ErrPolicyViolation = errors.New("policy violation")
 	// ErrClosed is returned by calls made after Close.
 	ErrClosed = errors.New("metadata controller closed")
 )
