@@ -57,6 +57,8 @@ var errorCodes = []struct {
 	{metadata.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
 	{metadata.ErrInvalidConfig, kerr.InvalidConfig},
 	{metadata.ErrNotController, kerr.NotController},
+	{metadata.ErrPolicyViolation, kerr.PolicyViolation},
+	{metadata.ErrInvalidRequest, kerr.InvalidRequest},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 }
 
