@@ -14,9 +14,25 @@ import (
 // handleProduce appends each partition's batches on the local leader.
 // acks=0 gets no response; acks=1 and -1 are answered after the append
 // (with a single in-sync replica, the leader's append is the commit).
+//
+// A partition named more than once is refused, every copy, with
+// INVALID_REQUEST, and nothing is appended to it. Kafka keeps the
+// partitions in a map instead (KafkaApis.handleProduceRequest): the last
+// copy is appended and answered, the others are dropped without a word,
+// which has lost records of real clients (apache/kafka#22662). Refusing
+// them all, as Kafka's ListOffsets does, tells the client.
 func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	acksValid := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
+	produceTopic := func(rt kmsg.ProduceRequestTopic) topicKey {
+		if req.Version >= 13 {
+			return topicKey{byID: true, id: rt.TopicID}
+		}
+		return topicByName(rt.Topic)
+	}
+	_, dups := distinctPartitions(req.Topics, produceTopic,
+		func(rt kmsg.ProduceRequestTopic) []kmsg.ProduceRequestTopicPartition { return rt.Partitions },
+		func(rp kmsg.ProduceRequestTopicPartition) int32 { return rp.Partition })
 	img := b.meta.Image()
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
@@ -32,6 +48,8 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 			switch {
 			case !acksValid:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			case dups[partitionKey{produceTopic(rt), rp.Partition}]:
+				sp.ErrorCode, sp.ErrorMessage = kerr.InvalidRequest.Code, ptr("The partition is named more than once in the request.")
 			case topicErr != nil:
 				sp.ErrorCode = topicErr.Code
 			case isInternalTopic(topic.Name):
