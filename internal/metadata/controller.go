@@ -62,6 +62,11 @@ type Config struct {
 	// Limits cap the partitions CreateTopic and CreatePartitions may add
 	// (max.partitions, max.broker.partitions); zero fields mean no limit.
 	Limits PartitionLimits
+	// PendingTimeout (default 30s) bounds the activation, and the abort,
+	// of a topic created with CreateTopic.Prepare. Each gets this long
+	// after Prepare, past the request's own deadline: once the topic is
+	// recorded, its creation must be finished or undone either way.
+	PendingTimeout time.Duration
 
 	// Raft timing. Defaults (1s, 1s, 500ms) make a single node leader
 	// within about 1-2 s of start; tests use ~100 ms.
@@ -101,6 +106,7 @@ func (cfg *Config) setDefaults() {
 	setDur(&cfg.ElectionTimeout, time.Second)
 	setDur(&cfg.LeaderLeaseTimeout, 500*time.Millisecond)
 	setDur(&cfg.SnapshotInterval, 30*time.Second)
+	setDur(&cfg.PendingTimeout, 30*time.Second)
 	if cfg.SnapshotThreshold == 0 {
 		cfg.SnapshotThreshold = 1024
 	}

@@ -17,11 +17,6 @@ import (
 // run by every new leader and periodically, aborts the pending topics no
 // live creator is preparing, so a crash leaves nothing half-created.
 
-// pendingTimeout bounds the activation or abort of a pending topic. They
-// run past the request's own deadline: once the topic is recorded, its
-// creation must be finished or undone either way.
-const pendingTimeout = 30 * time.Second
-
 // sweepInterval is how often the leader looks for orphaned pending topics
 // besides when it takes over and when an abort failed.
 const sweepInterval = 10 * time.Second
@@ -38,35 +33,42 @@ func (c *Controller) createPrepared(ctx context.Context, cmd createTopicCmd, pre
 		c.requestSweep()
 		return nil, fmt.Errorf("create topic %q: %w", cmd.Name, err)
 	}
-	detached, cancel := context.WithTimeout(context.WithoutCancel(ctx), pendingTimeout)
-	defer cancel()
 	if err := prepare(context.WithoutCancel(ctx), res.topic); err != nil {
-		c.abortPending(detached, cmd.Name, cmd.ID)
+		c.abortPending(ctx, cmd.Name, cmd.ID)
 		return nil, fmt.Errorf("create topic %q: %w", cmd.Name, err)
 	}
-	act, err := c.propose(detached, cmdActivateTopic, topicRefCmd{Name: cmd.Name, ID: cmd.ID})
+	// However long Prepare took, the activation gets its own time.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.PendingTimeout)
+	defer cancel()
+	act, err := c.propose(actx, cmdActivateTopic, topicRefCmd{Name: cmd.Name, ID: cmd.ID})
 	if err == nil {
 		return act.topic, nil
 	}
-	// An activation whose outcome is unknown (a timeout) may have
-	// applied: the abort is then refused, and the topic is ours.
-	c.abortPending(detached, cmd.Name, cmd.ID)
-	if t := c.Image().TopicByID(cmd.ID); t != nil && t.Name == cmd.Name {
-		return t, nil
+	// The activation's outcome is unknown (it may still apply). An abort
+	// after it in the log settles it: refused if the activation applied,
+	// and then the topic is ours.
+	if c.abortPending(ctx, cmd.Name, cmd.ID) {
+		if t := c.Image().TopicByID(cmd.ID); t != nil && t.Name == cmd.Name {
+			return t, nil
+		}
 	}
 	return nil, fmt.Errorf("create topic %q: activate: %w", cmd.Name, err)
 }
 
-// abortPending removes a pending topic, leaving it to a sweep if that
-// fails.
-func (c *Controller) abortPending(ctx context.Context, name string, id [16]byte) {
-	_, err := c.propose(ctx, cmdAbortTopic, topicRefCmd{Name: name, ID: id})
+// abortPending removes a pending topic, with its own time whatever ctx's
+// deadline, and reports whether the topic's fate is now known (aborted,
+// or found not pending); if not, it leaves the topic to a sweep.
+func (c *Controller) abortPending(ctx context.Context, name string, id [16]byte) bool {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.PendingTimeout)
+	defer cancel()
+	_, err := c.propose(actx, cmdAbortTopic, topicRefCmd{Name: name, ID: id})
 	if err == nil || errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrUnknownTopic) {
-		return // aborted, or not pending (any more)
+		return true // aborted, or not pending (any more)
 	}
 	c.log.Warn("abort the creation of a topic; retrying later", "topic", name, "err", err)
 	c.setPreparing(id, false)
 	c.requestSweep()
+	return false
 }
 
 func (c *Controller) setPreparing(id [16]byte, on bool) {

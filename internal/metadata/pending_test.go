@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -160,5 +161,36 @@ func TestPendingTopicSurvivesSnapshot(t *testing.T) {
 	all := im.TopicsWithPending()
 	if len(all) != 2 || !all[0].Pending || all[0].Name != "p" || im.TopicByName("p") != nil {
 		t.Fatalf("after a snapshot round trip: %+v", all)
+	}
+}
+
+// TestSlowPrepareStillActivates: a Prepare that takes longer than the
+// activation timeout, and than the request's deadline, still ends in a
+// created topic: the activation gets its own time after Prepare.
+func TestSlowPrepareStillActivates(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.PendingTimeout = 100 * time.Millisecond
+	c := openLeader(t, cfg)
+	if err := c.RegisterBroker(testCtx(t), Broker{ID: 1, Host: "127.0.0.1", Port: 9091}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(testCtx(t), 5*time.Second)
+	defer cancel()
+	top, err := c.CreateTopic(ctx, CreateTopic{Name: "slow", NumPartitions: 1, ReplicationFactor: 1,
+		Prepare: func(pctx context.Context, _ *Topic) error {
+			// Slow work, as opening thousands of logs is; the sleep is
+			// the work, not a wait for a condition.
+			time.Sleep(6 * cfg.PendingTimeout)
+			if pctx.Err() != nil {
+				t.Errorf("Prepare's context done: %v", pctx.Err())
+			}
+			cancel() // and the request gives up meanwhile
+			return nil
+		}})
+	if err != nil {
+		t.Fatalf("slow prepare: %v", err)
+	}
+	if got := c.Image().TopicByName("slow"); got == nil || got.ID != top.ID {
+		t.Fatal("topic not visible after a slow prepare")
 	}
 }
