@@ -11,67 +11,90 @@ import (
 	"github.com/weir-project/weir/internal/metadata"
 )
 
+// clusterMetadataTopic is the name of Kafka's KRaft log, which Kafka never
+// lets a client create.
+const clusterMetadataTopic = "__cluster_metadata"
+
 // handleCreateTopics creates topics (or only validates them). Configs
 // with a null value are ignored, as Kafka does.
+//
+// A name given more than once is answered once, INVALID_REQUEST "Duplicate
+// topic name.", and none of its copies is created, as Kafka's controller
+// does (ControllerApis.createTopics).
+//
+// Internal topics: Kafka refuses __cluster_metadata with INVALID_REQUEST
+// "Creation of internal topic __cluster_metadata is prohibited." but lets
+// clients create __consumer_offsets and __transaction_state. weir refuses
+// those too, with the same code and words: a client's copy (one partition,
+// not compacted) would become the group coordinator's log. The broker
+// creates them itself, with their own settings, when first needed.
 func (b *Broker) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
-	seen := map[string]int{}
-	for _, rt := range req.Topics {
-		seen[rt.Topic]++
-	}
-	for _, rt := range req.Topics {
+	idx, dup := distinct(req.Topics, func(rt kmsg.CreateTopicsRequestTopic) string { return rt.Topic })
+	for _, i := range idx {
+		rt := req.Topics[i]
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
 		st.NumPartitions, st.ReplicationFactor = -1, -1
-		if seen[rt.Topic] > 1 {
+		switch {
+		case dup[rt.Topic]:
+			st.ErrorCode, st.ErrorMessage = kerr.InvalidRequest.Code, ptr("Duplicate topic name.")
+		case isInternalTopic(rt.Topic) || rt.Topic == clusterMetadataTopic:
 			st.ErrorCode = kerr.InvalidRequest.Code
-			st.ErrorMessage = errorMessage(fmt.Errorf("topic %q appears more than once in the request", rt.Topic))
-			resp.Topics = append(resp.Topics, st)
-			continue
-		}
-		ct := metadata.CreateTopic{
-			Name:              rt.Topic,
-			NumPartitions:     rt.NumPartitions,
-			ReplicationFactor: rt.ReplicationFactor,
-			Configs:           map[string]string{},
-			ValidateOnly:      req.ValidateOnly,
-		}
-		if len(rt.ReplicaAssignment) > 0 {
-			ct.Assignments = map[int32][]int32{}
-			for _, a := range rt.ReplicaAssignment {
-				ct.Assignments[a.Partition] = a.Replicas
-			}
-		}
-		for _, c := range rt.Configs {
-			if c.Value != nil {
-				ct.Configs[c.Name] = *c.Value
-			}
-		}
-		t, err := b.createTopic(ctx, ct)
-		if err != nil {
-			st.ErrorCode = errorCode(err)
-			st.ErrorMessage = errorMessage(err)
-		} else if t != nil {
-			st.TopicID = t.ID
-			st.NumPartitions = int32(len(t.Partitions))
-			if len(t.Partitions) > 0 {
-				st.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
-			}
-			for _, e := range b.topicConfigEntries(t.Configs) {
-				c := kmsg.NewCreateTopicsResponseTopicConfig()
-				value := e.Value
-				c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.Name, &value, e.ReadOnly, int8(e.Source), e.Sensitive
-				st.Configs = append(st.Configs, c)
-			}
+			st.ErrorMessage = ptr(fmt.Sprintf("Creation of internal topic %s is prohibited.", rt.Topic))
+		default:
+			b.createRequestedTopic(ctx, rt, req.ValidateOnly, &st)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
 }
 
+func (b *Broker) createRequestedTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool, st *kmsg.CreateTopicsResponseTopic) {
+	ct := metadata.CreateTopic{
+		Name:              rt.Topic,
+		NumPartitions:     rt.NumPartitions,
+		ReplicationFactor: rt.ReplicationFactor,
+		Configs:           map[string]string{},
+		ValidateOnly:      validateOnly,
+	}
+	if len(rt.ReplicaAssignment) > 0 {
+		ct.Assignments = map[int32][]int32{}
+		for _, a := range rt.ReplicaAssignment {
+			ct.Assignments[a.Partition] = a.Replicas
+		}
+	}
+	for _, c := range rt.Configs {
+		if c.Value != nil {
+			ct.Configs[c.Name] = *c.Value
+		}
+	}
+	t, err := b.createTopic(ctx, ct)
+	if err != nil {
+		st.ErrorCode = errorCode(err)
+		st.ErrorMessage = errorMessage(err)
+		return
+	}
+	st.TopicID = t.ID
+	st.NumPartitions = int32(len(t.Partitions))
+	if len(t.Partitions) > 0 {
+		st.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
+	}
+	for _, e := range b.topicConfigEntries(t.Configs) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		value := e.Value
+		c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.Name, &value, e.ReadOnly, int8(e.Source), e.Sensitive
+		st.Configs = append(st.Configs, c)
+	}
+}
+
 // handleDeleteTopics deletes topics by name (or, v6+, by id).
+//
+// A topic named (or an id given) more than once is answered once,
+// INVALID_REQUEST "Duplicate topic name." ("... id."), and not deleted, as
+// Kafka's controller does (ControllerApis.deleteTopics).
 func (b *Broker) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
@@ -84,18 +107,17 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsR
 			targets = append(targets, kmsg.DeleteTopicsRequestTopic{Topic: &n})
 		}
 	}
-	// Kafka refuses a topic named twice in one request, rather than
-	// deleting it once and calling the second entry unknown.
-	seen := map[string]int{}
-	for _, rt := range targets {
-		seen[deleteTarget(rt)]++
-	}
-	for _, rt := range targets {
+	idx, dup := distinct(targets, deleteTarget)
+	for _, i := range idx {
+		rt := targets[i]
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		if seen[deleteTarget(rt)] > 1 {
+		if key := deleteTarget(rt); dup[key] {
 			st.ErrorCode = kerr.InvalidRequest.Code
-			st.ErrorMessage = errorMessage(fmt.Errorf("topic %s appears more than once in the request", deleteTarget(rt)))
+			st.ErrorMessage = ptr("Duplicate topic name.")
+			if key.byID {
+				st.ErrorMessage = ptr("Duplicate topic id.")
+			}
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
@@ -120,8 +142,8 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsR
 			if err := b.meta.DeleteTopic(ctx, name); err != nil {
 				st.ErrorCode = errorCode(err)
 				st.ErrorMessage = errorMessage(err)
-			} else if err := b.reconcile(); err != nil {
-				b.log.Warn("delete topic: removing local logs", "topic", name, "err", err)
+			} else if failed := b.reconcile(); len(failed) > 0 {
+				b.log.Warn("delete topic: some local logs not removed yet; retrying", "topic", name, "partitions", len(failed))
 			}
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -130,32 +152,49 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsR
 }
 
 // deleteTarget names a DeleteTopics entry: its name, else its topic id.
-func deleteTarget(rt kmsg.DeleteTopicsRequestTopic) string {
+func deleteTarget(rt kmsg.DeleteTopicsRequestTopic) topicKey {
 	if rt.Topic != nil {
-		return *rt.Topic
+		return topicByName(*rt.Topic)
 	}
-	return metadata.FormatUUID(rt.TopicID)
+	return topicKey{byID: true, id: rt.TopicID}
 }
 
 // handleCreatePartitions grows topics to a new partition count.
+//
+// A topic named more than once is answered once, INVALID_REQUEST
+// "Duplicate topic name.", and not grown, as Kafka's controller does
+// (ControllerApis.createPartitions).
+//
+// Once the controller has recorded the new partitions they exist, as in
+// Kafka, which also opens the replicas afterwards: a local replica that
+// cannot be opened yet does not fail the request (partitions cannot be
+// taken back), it is retried in the background until it opens.
 func (b *Broker) handleCreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
-	for _, rt := range req.Topics {
+	idx, dup := distinct(req.Topics, func(rt kmsg.CreatePartitionsRequestTopic) string { return rt.Topic })
+	for _, i := range idx {
+		rt := req.Topics[i]
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
+		if dup[rt.Topic] {
+			st.ErrorCode, st.ErrorMessage = kerr.InvalidRequest.Code, ptr("Duplicate topic name.")
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		var assignments [][]int32
 		for _, a := range rt.Assignment {
 			assignments = append(assignments, a.Replicas)
 		}
 		err := b.meta.CreatePartitions(ctx, rt.Topic, rt.Count, assignments, req.ValidateOnly)
-		if err == nil && !req.ValidateOnly {
-			err = b.reconcile()
-		}
 		if err != nil {
 			st.ErrorCode = errorCode(err)
 			st.ErrorMessage = errorMessage(err)
+		} else if !req.ValidateOnly {
+			if failed := b.reconcile(); len(failed) > 0 {
+				b.log.Warn("create partitions: some local replicas not open yet; retrying", "topic", rt.Topic, "partitions", len(failed))
+			}
 		}
 		resp.Topics = append(resp.Topics, st)
 	}

@@ -78,6 +78,7 @@ type Broker struct {
 
 	reconcileMu sync.Mutex
 	lastImage   *metadata.Image
+	unknownLogs map[storage.TopicPartition]bool // warned about once
 }
 
 // Run starts the broker and serves until ctx is cancelled, then shuts
@@ -88,7 +89,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	b := &Broker{opts: opts, nodeID: opts.NodeID, log: logger}
+	b := &Broker{opts: opts, nodeID: opts.NodeID, log: logger, unknownLogs: map[storage.TopicPartition]bool{}}
 	for _, dir := range opts.LogDirs {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create log dir: %w", err)
@@ -141,6 +142,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 		ValidateTopicConfig:      config.ValidateTopicConfig,
 		DefaultPartitions:        opts.DefaultPartitions,
 		DefaultReplicationFactor: opts.DefaultReplication,
+		Limits: metadata.PartitionLimits{
+			MaxBrokerPartitions: opts.Config.MaxBrokerPartitions,
+			MaxPartitions:       opts.Config.MaxPartitions,
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("open metadata: %w", err)
@@ -162,9 +167,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := writeMetaProperties(opts.LogDirs, opts.NodeID, b.meta.Image().ClusterID()); err != nil {
 		return err
 	}
-	if err := b.reconcile(); err != nil {
-		return err
-	}
+	// Partitions that cannot be opened yet do not stop the broker: the
+	// others serve, and watchMetadata retries these.
+	b.reconcile()
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()

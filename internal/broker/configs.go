@@ -56,15 +56,40 @@ func (b *Broker) topicConfigEntries(overrides map[string]string) []config.Entry 
 	return b.opts.Config.TopicEntries(overrides)
 }
 
+// msgDuplicateResource is Kafka's answer (INVALID_REQUEST) to a config
+// resource named twice (ConfigAdminManager.preprocess), given to every copy.
+const msgDuplicateResource = "Each resource must appear at most once."
+
+// configResource names the resource of a config request.
+type configResource struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
+
 // handleDescribeConfigs lists topic configs (overrides and defaults) and
 // the broker's static configuration.
+//
+// Every copy of a resource named more than once is answered
+// INVALID_REQUEST "Each resource must appear at most once.", Kafka's rule
+// for AlterConfigs and IncrementalAlterConfigs. Kafka itself describes
+// every copy here (ConfigHelper.describeConfigs), a hundredfold
+// amplification: ten bytes of request for each copy of a topic's forty
+// configs.
 func (b *Broker) handleDescribeConfigs(ctx context.Context, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	img := b.meta.Image()
+	_, dups := distinct(req.Resources, func(rr kmsg.DescribeConfigsRequestResource) configResource {
+		return configResource{rr.ResourceType, rr.ResourceName}
+	})
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		var entries []config.Entry
+		if dups[configResource{rr.ResourceType, rr.ResourceName}] {
+			sr.ErrorCode, sr.ErrorMessage = kerr.InvalidRequest.Code, ptr(msgDuplicateResource)
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			if t := img.TopicByName(rr.ResourceName); t == nil {
@@ -135,8 +160,15 @@ func (b *Broker) checkBrokerResource(name string) error {
 var errBrokerReadOnly = fmt.Errorf("%w: broker configs are read-only in weir; set them in server.properties or with --override", metadata.ErrInvalidConfig)
 
 // handleAlterConfigs replaces a topic's overrides with the given set.
+//
+// As in Kafka (ConfigAdminManager.preprocess), every copy of a resource
+// named more than once, and a resource naming a config more than once,
+// gets INVALID_REQUEST, and none of them is changed.
 func (b *Broker) handleAlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	_, dups := distinct(req.Resources, func(rr kmsg.AlterConfigsRequestResource) configResource {
+		return configResource{rr.ResourceType, rr.ResourceName}
+	})
 	for _, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
@@ -144,21 +176,42 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, req *kmsg.AlterConfigsR
 		for _, c := range rr.Configs {
 			set[c.Name] = c.Value
 		}
-		err := b.alterResource(ctx, rr.ResourceType, rr.ResourceName, set, true, req.ValidateOnly)
-		sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
+		switch {
+		case dups[configResource{rr.ResourceType, rr.ResourceName}]:
+			sr.ErrorCode, sr.ErrorMessage = kerr.InvalidRequest.Code, ptr(msgDuplicateResource)
+		case len(set) < len(rr.Configs):
+			sr.ErrorCode, sr.ErrorMessage = errorCode(errDuplicateConfig), errorMessage(errDuplicateConfig)
+		default:
+			err := b.alterResource(ctx, rr.ResourceType, rr.ResourceName, set, true, req.ValidateOnly)
+			sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
+		}
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp, nil
 }
 
+// errDuplicateConfig is Kafka's answer to a config named twice for one
+// resource (ConfigAdminManager.preprocess).
+var errDuplicateConfig = fmt.Errorf("%w: Error due to duplicate config keys", kerr.InvalidRequest)
+
 // handleIncrementalAlterConfigs sets, deletes, appends to or subtracts
 // from single topic configs.
+//
+// Duplicates are refused as in handleAlterConfigs.
 func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	img := b.meta.Image()
+	_, dups := distinct(req.Resources, func(rr kmsg.IncrementalAlterConfigsRequestResource) configResource {
+		return configResource{rr.ResourceType, rr.ResourceName}
+	})
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if dups[configResource{rr.ResourceType, rr.ResourceName}] {
+			sr.ErrorCode, sr.ErrorMessage = kerr.InvalidRequest.Code, ptr(msgDuplicateResource)
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		set, err := b.incrementalSet(img, rr)
 		if err == nil {
 			err = b.alterResource(ctx, rr.ResourceType, rr.ResourceName, set, false, req.ValidateOnly)
@@ -181,7 +234,7 @@ func (b *Broker) incrementalSet(img *metadata.Image, rr kmsg.IncrementalAlterCon
 	}
 	for _, c := range rr.Configs {
 		if _, dup := set[c.Name]; dup {
-			return nil, fmt.Errorf("%w: config %q appears more than once", kerr.InvalidRequest, c.Name)
+			return nil, errDuplicateConfig
 		}
 		switch c.Op {
 		case kmsg.IncrementalAlterConfigOpSet:
@@ -229,7 +282,9 @@ func (b *Broker) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 			return err
 		}
 		if !validateOnly {
-			return b.reconcile()
+			// The change is committed; a replica that cannot take it
+			// yet is retried in the background.
+			b.reconcile()
 		}
 		return nil
 	case kmsg.ConfigResourceTypeBroker:

@@ -56,9 +56,13 @@ func (b *Broker) handleConsumerGroupHeartbeat(ctx context.Context, rc *server.Re
 	return resp, nil
 }
 
+// handleConsumerGroupDescribe describes KIP-848 groups, each once however
+// often it is named, as handleDescribeGroups (Kafka describes every copy).
 func (b *Broker) handleConsumerGroupDescribe(ctx context.Context, req *kmsg.ConsumerGroupDescribeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-	for _, id := range req.Groups {
+	idx, _ := distinct(req.Groups, identity)
+	for _, i := range idx {
+		id := req.Groups[i]
 		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		rg.Group = id
 		d, err := b.groups.DescribeConsumerGroup(id)

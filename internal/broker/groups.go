@@ -206,6 +206,9 @@ func (b *Broker) handleLeaveGroup(ctx context.Context, req *kmsg.LeaveGroupReque
 	return resp, nil
 }
 
+// handleOffsetCommit commits a group's offsets. A partition named more than
+// once is committed once, with its last copy, and answered once: Kafka
+// keeps the commit in a map by partition (KafkaApis.handleOffsetCommitRequest).
 func (b *Broker) handleOffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	cr := group.CommitRequest{
@@ -218,8 +221,12 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, req *kmsg.OffsetCommitR
 	if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis > 0 {
 		cr.Retention = time.Duration(req.RetentionTimeMillis) * time.Millisecond
 	}
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
+	topics, _ := distinctPartitions(req.Topics, func(t kmsg.OffsetCommitRequestTopic) topicKey { return topicByName(t.Topic) },
+		func(t kmsg.OffsetCommitRequestTopic) []kmsg.OffsetCommitRequestTopicPartition { return t.Partitions },
+		func(p kmsg.OffsetCommitRequestTopicPartition) int32 { return p.Partition })
+	for _, g := range topics {
+		t := g.topic
+		for _, p := range g.parts {
 			epoch := p.LeaderEpoch
 			if req.Version < 6 {
 				epoch = -1
@@ -231,10 +238,10 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, req *kmsg.OffsetCommitR
 	}
 	errs := b.groups.CommitOffsets(cr)
 	i := 0
-	for _, t := range req.Topics {
+	for _, g := range topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
+		rt.Topic = g.topic.Topic
+		for _, p := range g.parts {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = p.Partition, kcode(errs[i])
 			i++
@@ -245,16 +252,18 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, req *kmsg.OffsetCommitR
 	return resp, nil
 }
 
+// handleOffsetFetch returns committed offsets. Each group (v8+) and each
+// partition is answered once however often it is named: Kafka keeps them
+// in maps (KafkaApis.handleOffsetFetchRequest).
 func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
-		for _, g := range req.Groups {
+		idx, _ := distinct(req.Groups, func(g kmsg.OffsetFetchRequestGroup) string { return g.Group })
+		for _, i := range idx {
+			g := req.Groups[i]
 			var topics []group.TopicPartitions
 			if g.Topics != nil {
-				topics = []group.TopicPartitions{}
-				for _, t := range g.Topics {
-					topics = append(topics, group.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
-				}
+				topics = fetchTopics(g.Topics, func(t kmsg.OffsetFetchRequestGroupTopic) (string, []int32) { return t.Topic, t.Partitions })
 			}
 			rg := kmsg.NewOffsetFetchResponseGroup()
 			rg.Group = g.Group
@@ -281,10 +290,7 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 	}
 	var topics []group.TopicPartitions
 	if req.Topics != nil || req.Version < 2 {
-		topics = []group.TopicPartitions{}
-		for _, t := range req.Topics {
-			topics = append(topics, group.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
-		}
+		topics = fetchTopics(req.Topics, func(t kmsg.OffsetFetchRequestTopic) (string, []int32) { return t.Topic, t.Partitions })
 	}
 	offsets, err := b.groups.FetchOffsets(req.Group, topics)
 	code := kcode(err)
@@ -314,6 +320,19 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 	return resp, nil
 }
 
+// fetchTopics turns the topics of an OffsetFetch into the coordinator's
+// form, each partition once; never nil.
+func fetchTopics[T any](topics []T, fields func(T) (string, []int32)) []group.TopicPartitions {
+	name := func(t T) string { n, _ := fields(t); return n }
+	ds, _ := distinctPartitions(topics, func(t T) topicKey { return topicByName(name(t)) },
+		func(t T) []int32 { _, ps := fields(t); return ps }, func(p int32) int32 { return p })
+	out := make([]group.TopicPartitions, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, group.TopicPartitions{Topic: name(d.topic), Partitions: d.parts})
+	}
+	return out
+}
+
 func (b *Broker) handleListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	if b.groups.Loading() {
@@ -339,9 +358,15 @@ func containsFold(list []string, s string) bool {
 	return false
 }
 
+// handleDescribeGroups describes classic groups. Each group is described
+// once however often it is named; Kafka describes every copy (KafkaApis
+// passes the list on as given), a group of many members being a large
+// answer to a few bytes of request.
 func (b *Broker) handleDescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	for _, id := range req.Groups {
+	idx, _ := distinct(req.Groups, identity)
+	for _, i := range idx {
+		id := req.Groups[i]
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
 		rg.AuthorizedOperations = -2147483648 // not computed: no ACLs
@@ -380,10 +405,18 @@ func orEmpty(b []byte) []byte {
 	return b
 }
 
+// handleDeleteGroups deletes empty groups, each once however often it is
+// named, as Kafka (KafkaApis.handleDeleteGroupsRequest takes the distinct
+// names).
 func (b *Broker) handleDeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	errs := b.groups.DeleteGroups(req.Groups)
-	for i, id := range req.Groups {
+	idx, _ := distinct(req.Groups, identity)
+	ids := make([]string, len(idx))
+	for j, i := range idx {
+		ids[j] = req.Groups[i]
+	}
+	errs := b.groups.DeleteGroups(ids)
+	for i, id := range ids {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group, rg.ErrorCode = id, kcode(errs[i])
 		resp.Groups = append(resp.Groups, rg)
@@ -391,16 +424,18 @@ func (b *Broker) handleDeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsR
 	return resp, nil
 }
 
+// handleOffsetDelete deletes a group's committed offsets, each partition
+// once however often it is named: Kafka's coordinator answers from a map
+// by partition.
 func (b *Broker) handleOffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	var topics []group.TopicPartitions
-	for _, t := range req.Topics {
-		tp := group.TopicPartitions{Topic: t.Topic}
-		for _, p := range t.Partitions {
-			tp.Partitions = append(tp.Partitions, p.Partition)
+	topics := fetchTopics(req.Topics, func(t kmsg.OffsetDeleteRequestTopic) (string, []int32) {
+		ps := make([]int32, len(t.Partitions))
+		for i, p := range t.Partitions {
+			ps[i] = p.Partition
 		}
-		topics = append(topics, tp)
-	}
+		return t.Topic, ps
+	})
 	errs, err := b.groups.DeleteOffsets(req.Group, topics)
 	if err != nil {
 		resp.ErrorCode = kcode(err)

@@ -222,6 +222,7 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) (*metadata.Topic, error
 		Name:              offsetsTopic,
 		NumPartitions:     cfg.OffsetsTopicNumPartitions,
 		ReplicationFactor: int16(max(rf, 1)),
+		Internal:          true,
 		Configs: map[string]string{
 			"cleanup.policy":   "compact",
 			"segment.bytes":    strconv.FormatInt(cfg.OffsetsTopicSegmentBytes, 10),

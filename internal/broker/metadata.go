@@ -46,6 +46,9 @@ func (b *Broker) missingPartitionCode(tp storage.TopicPartition) int16 {
 // handleMetadata lists brokers and topics. Unknown topics are created when
 // auto-creation is on and the request allows it (always, below v4, which
 // has no such field) and answered with their ready leader.
+//
+// Each topic is answered once however often it is named: Kafka keeps the
+// requested names and ids in sets (KafkaApis.handleTopicMetadataRequest).
 func (b *Broker) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	img := b.meta.Image()
@@ -58,8 +61,9 @@ func (b *Broker) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 			answers = append(answers, topicMetadata(img.TopicByName(name), req.Version))
 		}
 	} else {
-		for _, rt := range req.Topics {
-			answers = append(answers, b.requestedTopic(ctx, &img, rt, allowCreate, req.Version))
+		idx, _ := distinct(req.Topics, metadataTopicKey)
+		for _, i := range idx {
+			answers = append(answers, b.requestedTopic(ctx, &img, req.Topics[i], allowCreate, req.Version))
 		}
 	}
 
@@ -77,6 +81,14 @@ func (b *Broker) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 	resp.ControllerID = b.nodeID
 	resp.Topics = answers
 	return resp, nil
+}
+
+// metadataTopicKey names a requested topic: by name, or (v10+) by id.
+func metadataTopicKey(rt kmsg.MetadataRequestTopic) topicKey {
+	if rt.Topic == nil {
+		return topicKey{byID: true, id: rt.TopicID}
+	}
+	return topicByName(*rt.Topic)
 }
 
 func (b *Broker) requestedTopic(ctx context.Context, img **metadata.Image, rt kmsg.MetadataRequestTopic, allowCreate bool, version int16) kmsg.MetadataResponseTopic {

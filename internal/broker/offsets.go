@@ -22,9 +22,19 @@ const (
 // handleListOffsets answers earliest, latest, max-timestamp and by-time
 // lookups. Consumers only see committed data, so "latest" is the high
 // watermark and time lookups never return an offset at or past it.
+//
+// From v1, every copy of a partition named more than once is answered
+// INVALID_REQUEST, as Kafka does (ListOffsetsRequest.duplicatePartitions);
+// v0 answers each copy, as in Kafka, with at most one offset.
 func (b *Broker) handleListOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	img := b.meta.Image()
+	var dups map[partitionKey]bool
+	if req.Version >= 1 {
+		_, dups = distinctPartitions(req.Topics, func(rt kmsg.ListOffsetsRequestTopic) topicKey { return topicByName(rt.Topic) },
+			func(rt kmsg.ListOffsetsRequestTopic) []kmsg.ListOffsetsRequestTopicPartition { return rt.Partitions },
+			func(rp kmsg.ListOffsetsRequestTopicPartition) int32 { return rp.Partition })
+	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -33,9 +43,12 @@ func (b *Broker) handleListOffsets(ctx context.Context, req *kmsg.ListOffsetsReq
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-			if topicErr != nil {
+			switch {
+			case dups[partitionKey{topicByName(rt.Topic), rp.Partition}]:
+				sp.ErrorCode = kerr.InvalidRequest.Code
+			case topicErr != nil:
 				sp.ErrorCode = topicErr.Code
-			} else {
+			default:
 				b.listOffset(req.Version, storage.TopicPartition{Topic: topic.Name, Partition: rp.Partition}, rp, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -100,14 +113,25 @@ func (b *Broker) listOffset(version int16, tp storage.TopicPartition, rp kmsg.Li
 
 // handleOffsetForLeaderEpoch tells a consumer (or, later, a follower)
 // where a leader epoch ended, from the leader epoch cache (KIP-101/279).
+//
+// Each partition is answered once, under the first entry of its topic,
+// for its last copy. Kafka answers every copy (ReplicaManager.
+// lastOffsetForLeaderEpoch walks the request as given); copies tell a
+// client nothing more and cost the broker a lookup each.
 func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForLeaderEpochRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	img := b.meta.Image()
-	for _, rt := range req.Topics {
+	topics, _ := distinctPartitions(req.Topics, func(rt kmsg.OffsetForLeaderEpochRequestTopic) topicKey { return topicByName(rt.Topic) },
+		func(rt kmsg.OffsetForLeaderEpochRequestTopic) []kmsg.OffsetForLeaderEpochRequestTopicPartition {
+			return rt.Partitions
+		},
+		func(rp kmsg.OffsetForLeaderEpochRequestTopicPartition) int32 { return rp.Partition })
+	for _, g := range topics {
+		rt := g.topic
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
 		topic, topicErr := lookupTopic(img, false, rt.Topic, [16]byte{})
-		for _, rp := range rt.Partitions {
+		for _, rp := range g.parts {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
@@ -133,14 +157,24 @@ func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, req *kmsg.Offse
 }
 
 // handleDeleteRecords raises log start offsets (offset -1: the high watermark).
+//
+// A partition named more than once is handled once, with the offset of its
+// last copy, and answered once: Kafka keeps the request in a map by
+// partition (KafkaApis.handleDeleteRecordsRequest).
 func (b *Broker) handleDeleteRecords(ctx context.Context, req *kmsg.DeleteRecordsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	img := b.meta.Image()
-	for _, rt := range req.Topics {
+	topics, _ := distinctPartitions(req.Topics, func(rt kmsg.DeleteRecordsRequestTopic) topicKey { return topicByName(rt.Topic) },
+		func(rt kmsg.DeleteRecordsRequestTopic) []kmsg.DeleteRecordsRequestTopicPartition {
+			return rt.Partitions
+		},
+		func(rp kmsg.DeleteRecordsRequestTopicPartition) int32 { return rp.Partition })
+	for _, g := range topics {
+		rt := g.topic
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
 		topic, topicErr := lookupTopic(img, false, rt.Topic, [16]byte{})
-		for _, rp := range rt.Partitions {
+		for _, rp := range g.parts {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1

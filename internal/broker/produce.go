@@ -28,10 +28,26 @@ type ackWait struct {
 // acks=-1 once the high watermark has passed every partition's batch, or
 // at the request's timeout (REQUEST_TIMED_OUT for the partitions still
 // waiting), waiting on one waiter for all of them.
+//
+// A partition named more than once is refused, every copy, with
+// INVALID_REQUEST, and nothing is appended to it. Kafka keeps the
+// partitions in a map instead (KafkaApis.handleProduceRequest): the last
+// copy is appended and answered, the others are dropped without a word,
+// which has lost records of real clients (apache/kafka#22662). Refusing
+// them all, as Kafka's ListOffsets does, tells the client.
 func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	var waits []ackWait
 	acksValid := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
+	produceTopic := func(rt kmsg.ProduceRequestTopic) topicKey {
+		if req.Version >= 13 {
+			return topicKey{byID: true, id: rt.TopicID}
+		}
+		return topicByName(rt.Topic)
+	}
+	_, dups := distinctPartitions(req.Topics, produceTopic,
+		func(rt kmsg.ProduceRequestTopic) []kmsg.ProduceRequestTopicPartition { return rt.Partitions },
+		func(rp kmsg.ProduceRequestTopicPartition) int32 { return rp.Partition })
 	img := b.meta.Image()
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
@@ -47,6 +63,8 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 			switch {
 			case !acksValid:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			case dups[partitionKey{produceTopic(rt), rp.Partition}]:
+				sp.ErrorCode, sp.ErrorMessage = kerr.InvalidRequest.Code, ptr("The partition is named more than once in the request.")
 			case topicErr != nil:
 				sp.ErrorCode = topicErr.Code
 			case isInternalTopic(topic.Name):

@@ -5,59 +5,119 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/weir-project/weir/internal/metadata"
 	"github.com/weir-project/weir/internal/replica"
 	"github.com/weir-project/weir/internal/storage"
 )
 
-// watchMetadata brings local replicas in line with each new metadata image.
+// A partition whose log cannot be opened (file descriptors exhausted, a
+// directory in the way, a read-only disk) is retried with a backoff that
+// doubles from reopenBackoffMin to reopenBackoffMax, so it comes up soon
+// after the cause is gone without any metadata change to prompt it.
+const (
+	reopenBackoffMin = 100 * time.Millisecond
+	reopenBackoffMax = 5 * time.Second
+)
+
+// watchMetadata brings local replicas in line with each new metadata
+// image, and retries what failed until it succeeds.
 func (b *Broker) watchMetadata(ctx context.Context) {
+	var streak failureStreak
 	for {
 		changed := b.meta.Changes()
-		if err := b.reconcile(); err != nil {
-			b.log.Error("apply metadata", slog.Any("err", err))
+		var retry <-chan time.Time
+		if failed := b.reconcile(); len(failed) > 0 {
+			retry = time.After(streak.fail(b.log, failed))
+		} else {
+			streak.recover(b.log)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
+		case <-retry:
 		}
 	}
 }
 
+// failureStreak tracks consecutive failed reconciliations: it logs once
+// when they start and once when they end, not at every retry.
+type failureStreak struct {
+	retries int
+	backoff time.Duration
+	since   time.Time
+}
+
+// fail records a failed reconciliation and returns how long to wait.
+func (s *failureStreak) fail(log *slog.Logger, failed map[storage.TopicPartition]error) time.Duration {
+	if s.retries == 0 {
+		s.since, s.backoff = time.Now(), reopenBackoffMin
+		tps := slices.SortedFunc(maps.Keys(failed), compareTP)
+		first := tps[0]
+		log.Warn("cannot open or remove local partitions; retrying with backoff",
+			slog.Int("partitions", len(tps)), slog.String("first", tpName(first)),
+			slog.Any("err", failed[first]), slog.Duration("max.backoff", reopenBackoffMax))
+	} else {
+		s.backoff = min(2*s.backoff, reopenBackoffMax)
+	}
+	s.retries++
+	return s.backoff
+}
+
+// recover ends a streak, if one is running.
+func (s *failureStreak) recover(log *slog.Logger) {
+	if s.retries > 0 {
+		log.Info("local partitions in line with the metadata again",
+			slog.Int("retries", s.retries), slog.Duration("after", time.Since(s.since).Round(time.Millisecond)))
+	}
+	*s = failureStreak{}
+}
+
+func compareTP(a, c storage.TopicPartition) int {
+	if a.Topic != c.Topic {
+		if a.Topic < c.Topic {
+			return -1
+		}
+		return 1
+	}
+	return int(a.Partition - c.Partition)
+}
+
+func tpName(tp storage.TopicPartition) string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
 // reconcile opens (or updates) a replica for every partition assigned to
-// this broker and deletes the logs of partitions that went away.
-func (b *Broker) reconcile() error {
+// this broker and deletes the logs of partitions that went away. The
+// partitions of a pending topic are kept but not opened here: its creator
+// opens them (openLocal), and a pending topic found any other way (after a
+// crash) is about to be aborted. It returns the partitions it could not
+// open or delete; the image counts as applied only when there are none.
+func (b *Broker) reconcile() map[storage.TopicPartition]error {
 	b.reconcileMu.Lock()
 	defer b.reconcileMu.Unlock()
 	img := b.meta.Image()
 	if img == b.lastImage {
 		return nil
 	}
-	var errs []error
+	failed := map[storage.TopicPartition]error{}
 	want := map[storage.TopicPartition]bool{}
-	for _, name := range img.SortedTopicNames() {
-		t := img.TopicByName(name)
-		cfg, minISR := b.logConfig(t)
+	for _, t := range img.TopicsWithPending() {
 		for _, p := range t.Partitions {
 			if !slices.Contains(p.Replicas, b.nodeID) {
 				continue
 			}
 			tp := storage.TopicPartition{Topic: t.Name, Partition: p.Partition}
 			want[tp] = true
-			_, _, err := b.replicas.Ensure(tp, cfg, replica.State{
-				LeaderID:       p.Leader,
-				LeaderEpoch:    p.LeaderEpoch,
-				PartitionEpoch: p.PartitionEpoch,
-				Replicas:       p.Replicas,
-				ISR:            p.ISR,
-				MinISR:         minISR,
-				TopicID:        t.ID,
-			})
-			if err != nil {
-				errs = append(errs, err)
+			if t.Pending {
+				continue
+			}
+			if err := b.ensureReplica(t, p); err != nil {
+				failed[tp] = err
 			}
 		}
 	}
@@ -67,30 +127,76 @@ func (b *Broker) reconcile() error {
 		}
 		if _, ok := b.replicas.StoredTopicID(tp); !ok {
 			// A log whose topic we cannot account for: keep the data and
-			// say so, rather than delete what may not be ours to delete.
-			b.log.Warn("log dir for unknown partition left in place", slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition)))
+			// say so (once), rather than delete what may not be ours.
+			if !b.unknownLogs[tp] {
+				b.unknownLogs[tp] = true
+				b.log.Warn("log dir for unknown partition left in place", slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition)))
+			}
 			continue
 		}
 		b.log.Info("deleting partition", slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition)))
 		if err := b.replicas.Remove(tp); err != nil {
-			errs = append(errs, err)
+			failed[tp] = err
+		}
+	}
+	if len(failed) == 0 {
+		b.lastImage = img
+	}
+	return failed
+}
+
+// createTopic creates a topic through the controller, atomically: the
+// topic stays pending (invisible to clients) until this broker has opened
+// its local replicas, and is removed again if it cannot, so that a topic
+// is either created and ready or not created at all. The caller can then
+// answer with a ready leader.
+func (b *Broker) createTopic(ctx context.Context, r metadata.CreateTopic) (*metadata.Topic, error) {
+	if r.ValidateOnly {
+		return b.meta.CreateTopic(ctx, r)
+	}
+	r.Prepare = func(_ context.Context, t *metadata.Topic) error { return b.openLocal(t) }
+	t, err := b.meta.CreateTopic(ctx, r)
+	if err != nil {
+		// Drop the logs of the replicas that did open (and free their
+		// files) now rather than at the next metadata change.
+		b.reconcile()
+	}
+	return t, err
+}
+
+// ensureReplica opens or updates the local replica of partition p of t.
+func (b *Broker) ensureReplica(t *metadata.Topic, p metadata.Partition) error {
+	cfg, minISR := b.logConfig(t)
+	_, _, err := b.replicas.Ensure(storage.TopicPartition{Topic: t.Name, Partition: p.Partition}, cfg, replica.State{
+		LeaderID:       p.Leader,
+		LeaderEpoch:    p.LeaderEpoch,
+		PartitionEpoch: p.PartitionEpoch,
+		Replicas:       p.Replicas,
+		ISR:            p.ISR,
+		MinISR:         minISR,
+		TopicID:        t.ID,
+	})
+	return err
+}
+
+// openLocal opens the local replicas of the pending topic t and reports
+// those that failed, as KAFKA_STORAGE_ERROR: the logs, not the request,
+// are at fault.
+func (b *Broker) openLocal(t *metadata.Topic) error {
+	b.reconcileMu.Lock()
+	defer b.reconcileMu.Unlock()
+	var errs []error
+	for _, p := range t.Partitions {
+		if !slices.Contains(p.Replicas, b.nodeID) {
+			continue
+		}
+		if err := b.ensureReplica(t, p); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", tpName(storage.TopicPartition{Topic: t.Name, Partition: p.Partition}), err))
 		}
 	}
 	if len(errs) == 0 {
-		b.lastImage = img
+		return nil
 	}
-	return errors.Join(errs...)
-}
-
-// createTopic creates a topic through the controller and opens its local
-// replicas before returning, so the caller can answer with a ready leader.
-func (b *Broker) createTopic(ctx context.Context, r metadata.CreateTopic) (*metadata.Topic, error) {
-	t, err := b.meta.CreateTopic(ctx, r)
-	if err != nil || r.ValidateOnly {
-		return t, err
-	}
-	if err := b.reconcile(); err != nil {
-		return t, fmt.Errorf("open partitions of %q: %w", r.Name, err)
-	}
-	return t, nil
+	return fmt.Errorf("%w: cannot open %d of the topic's partitions, so it was not created: %w",
+		kerr.KafkaStorageError, len(errs), errors.Join(errs[:min(len(errs), 3)]...))
 }

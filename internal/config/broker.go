@@ -72,6 +72,8 @@ type Broker struct {
 	AutoCreateTopicsEnable   bool  // auto.create.topics.enable
 	DeleteTopicEnable        bool  // delete.topic.enable
 	MinInsyncReplicas        int32 // min.insync.replicas
+	MaxBrokerPartitions      int32 // max.broker.partitions (KIP-578)
+	MaxPartitions            int32 // max.partitions (KIP-578)
 
 	// Replication and the controller.
 	ReplicaLagTimeMaxMs          int64 // replica.lag.time.max.ms

@@ -299,6 +299,14 @@ var brokerKeys = []brokerKey{
 		"Allow DeleteTopics."),
 	intKey("min.insync.replicas", TypeInt, 1, 1, math.MaxInt32, func(b *Broker) *int32 { return &b.MinInsyncReplicas },
 		"With acks=all, a write needs this many in-sync replicas."),
+	// KIP-578's names. Kafka proposed no limit by default; weir defaults to
+	// the figures Kafka has long recommended, 4000 partitions per broker and
+	// 200000 per cluster, because every partition costs a broker memory,
+	// file descriptors and startup time whether it is used or not.
+	intKey("max.broker.partitions", TypeInt, 4000, 1, math.MaxInt32, func(b *Broker) *int32 { return &b.MaxBrokerPartitions },
+		"Most partition replicas one broker may hold; CreateTopics, CreatePartitions and auto-creation past it get POLICY_VIOLATION (internal topics are exempt but count)."),
+	intKey("max.partitions", TypeInt, 200000, 1, math.MaxInt32, func(b *Broker) *int32 { return &b.MaxPartitions },
+		"Most partitions the cluster may hold; CreateTopics, CreatePartitions and auto-creation past it get POLICY_VIOLATION (internal topics are exempt but count)."),
 
 	// Replication and the controller.
 	intKey("replica.lag.time.max.ms", TypeLong, 30000, anyInt, noMax, func(b *Broker) *int64 { return &b.ReplicaLagTimeMaxMs },

@@ -86,5 +86,6 @@ var table = []struct {
 	{metadata.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
 	{metadata.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},
 	{metadata.ErrInvalidRequest, kerr.InvalidRequest},
+	{metadata.ErrPolicyViolation, kerr.PolicyViolation},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 }

@@ -54,6 +54,12 @@ func applyCommand(im *Image, index uint64, data []byte) (*Image, applyResult) {
 		res.err = applyAlterConfigs(next, c)
 	case *allocateProducerIDsCmd:
 		res.firstProducerID, res.err = applyAllocateProducerIDs(next, c)
+	case *topicRefCmd:
+		if typ == cmdActivateTopic {
+			res.topic, res.err = applyActivateTopic(next, c)
+		} else {
+			res.err = applyAbortTopic(next, c)
+		}
 	default:
 		res.err = fmt.Errorf("apply: no handler for command type %q", typ)
 	}
@@ -127,6 +133,9 @@ func applyCreateTopic(im *Image, c *createTopicCmd) (*Topic, error) {
 	if err := checkAssignments(im, c.Assignments, 0, 0); err != nil {
 		return nil, err
 	}
+	if err := c.Limits.check(im, c.Name, c.Assignments); err != nil {
+		return nil, err
+	}
 	for k := range c.Configs {
 		if k == "" {
 			return nil, fmt.Errorf("%w: create topic %q: empty config name", ErrInvalidConfig, c.Name)
@@ -137,19 +146,66 @@ func applyCreateTopic(im *Image, c *createTopicCmd) (*Topic, error) {
 		ID:         c.ID,
 		Partitions: newPartitions(im, 0, c.Assignments),
 		Configs:    maps.Clone(c.Configs),
+		Pending:    c.Pending,
 	}
 	im.putTopic(t)
 	return t, nil
 }
 
 // lookupTopic finds the topic a command refers to, by name and, when the
-// command carries one, by id.
+// command carries one, by id. A pending topic is not there yet for any
+// command but activate and abort.
 func lookupTopic(im *Image, name string, id [16]byte) (*Topic, error) {
+	t, err := lookupAnyTopic(im, name, id)
+	if err == nil && t.Pending {
+		return nil, fmt.Errorf("%w: topic %q is still being created", ErrUnknownTopic, name)
+	}
+	return t, err
+}
+
+func lookupAnyTopic(im *Image, name string, id [16]byte) (*Topic, error) {
 	t := im.topics[name]
 	if t == nil || (id != [16]byte{} && t.ID != id) {
 		return nil, fmt.Errorf("%w: topic %q does not exist", ErrUnknownTopic, name)
 	}
 	return t, nil
+}
+
+// lookupPendingTopic finds the pending topic an activate or abort names.
+func lookupPendingTopic(im *Image, c *topicRefCmd) (*Topic, error) {
+	if c.ID == ([16]byte{}) {
+		return nil, fmt.Errorf("%w: topic %q: zero topic id", ErrInvalidRequest, c.Name)
+	}
+	t, err := lookupAnyTopic(im, c.Name, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !t.Pending {
+		return nil, fmt.Errorf("%w: topic %q is not being created", ErrInvalidRequest, c.Name)
+	}
+	return t, nil
+}
+
+// applyActivateTopic makes a pending topic visible.
+func applyActivateTopic(im *Image, c *topicRefCmd) (*Topic, error) {
+	t, err := lookupPendingTopic(im, c)
+	if err != nil {
+		return nil, err
+	}
+	nt := *t
+	nt.Pending = false
+	im.putTopic(&nt)
+	return &nt, nil
+}
+
+// applyAbortTopic removes a pending topic; an active one is never touched,
+// so an abort that loses a race with the activation changes nothing.
+func applyAbortTopic(im *Image, c *topicRefCmd) error {
+	if _, err := lookupPendingTopic(im, c); err != nil {
+		return err
+	}
+	im.removeTopic(c.Name)
+	return nil
 }
 
 func applyDeleteTopic(im *Image, c *deleteTopicCmd) error {
@@ -177,6 +233,9 @@ func applyCreatePartitions(im *Image, c *createPartitionsCmd) error {
 		want = len(t.Partitions[0].Replicas)
 	}
 	if err := checkAssignments(im, c.Assignments, want, cur); err != nil {
+		return err
+	}
+	if err := c.Limits.check(im, c.Name, c.Assignments); err != nil {
 		return err
 	}
 	nt := *t

@@ -19,6 +19,8 @@ const (
 	cmdCreatePartitions    cmdType = "create_partitions"
 	cmdAlterConfigs        cmdType = "alter_configs"
 	cmdAllocateProducerIDs cmdType = "allocate_producer_ids"
+	cmdActivateTopic       cmdType = "activate_topic"
+	cmdAbortTopic          cmdType = "abort_topic"
 )
 
 // commandVersion lets a future format change be recognised by old logs.
@@ -46,6 +48,18 @@ type createTopicCmd struct {
 	ID          [16]byte          `json:"id"`
 	Assignments [][]int32         `json:"assignments"` // index = partition
 	Configs     map[string]string `json:"configs,omitempty"`
+	// Pending creates the topic hidden, to be activated or aborted.
+	Pending bool `json:"pending,omitempty"`
+	// Limits, when set, are checked again on apply, so that two requests
+	// that each fit cannot together exceed them.
+	Limits *PartitionLimits `json:"limits,omitempty"`
+}
+
+// topicRefCmd names a pending topic to activate or abort, by name and id,
+// so that it can never hit a later topic of the same name.
+type topicRefCmd struct {
+	Name string   `json:"name"`
+	ID   [16]byte `json:"id"`
 }
 
 // deleteTopicCmd names the topic id too, so a delete racing with a
@@ -58,10 +72,11 @@ type deleteTopicCmd struct {
 // createPartitionsCmd carries the total the proposer expected, so two
 // concurrent requests cannot both append partitions.
 type createPartitionsCmd struct {
-	Name        string    `json:"name"`
-	ID          [16]byte  `json:"id"`
-	Total       int32     `json:"total"`
-	Assignments [][]int32 `json:"assignments"` // the new partitions only
+	Name        string           `json:"name"`
+	ID          [16]byte         `json:"id"`
+	Total       int32            `json:"total"`
+	Assignments [][]int32        `json:"assignments"` // the new partitions only
+	Limits      *PartitionLimits `json:"limits,omitempty"`
 }
 
 type alterConfigsCmd struct {
@@ -114,6 +129,8 @@ func decodeCommand(b []byte) (cmdType, any, error) {
 		payload = &alterConfigsCmd{}
 	case cmdAllocateProducerIDs:
 		payload = &allocateProducerIDsCmd{}
+	case cmdActivateTopic, cmdAbortTopic:
+		payload = &topicRefCmd{}
 	default:
 		if payload = clusterPayload(env.Type); payload == nil {
 			return "", nil, fmt.Errorf("decode command: unknown type %q", env.Type)

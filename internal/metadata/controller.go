@@ -66,6 +66,15 @@ type Config struct {
 	DefaultPartitions        int32
 	DefaultReplicationFactor int16
 
+	// Limits cap the partitions CreateTopic and CreatePartitions may add
+	// (max.partitions, max.broker.partitions); zero fields mean no limit.
+	Limits PartitionLimits
+	// PendingTimeout (default 30s) bounds the activation, and the abort,
+	// of a topic created with CreateTopic.Prepare. Each gets this long
+	// after Prepare, past the request's own deadline: once the topic is
+	// recorded, its creation must be finished or undone either way.
+	PendingTimeout time.Duration
+
 	// Raft timing. Defaults (1s, 1s, 500ms) make a single node leader
 	// within about 1-2 s of start; tests use ~100 ms.
 	HeartbeatTimeout   time.Duration
@@ -104,6 +113,7 @@ func (cfg *Config) setDefaults() {
 	setDur(&cfg.ElectionTimeout, time.Second)
 	setDur(&cfg.LeaderLeaseTimeout, 500*time.Millisecond)
 	setDur(&cfg.SnapshotInterval, 30*time.Second)
+	setDur(&cfg.PendingTimeout, 30*time.Second)
 	if cfg.SnapshotThreshold == 0 {
 		cfg.SnapshotThreshold = 1024
 	}
@@ -126,6 +136,14 @@ type Controller struct {
 	closeOnce sync.Once
 	closeErr  error
 	closed    chan struct{}
+
+	// preparing holds the ids of the pending topics a CreateTopic call of
+	// this process is still preparing; every other pending topic is an
+	// orphan (its creator crashed or lost the leadership) and is aborted
+	// by sweepPending. sweep asks for a sweep now.
+	mu        sync.Mutex
+	preparing map[[16]byte]bool
+	sweep     chan struct{}
 }
 
 // boltLockTimeout bounds the wait for raft.db's file lock, so a second
@@ -150,10 +168,12 @@ func Open(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("open metadata dir: %w", err)
 	}
 	c := &Controller{
-		cfg:    cfg,
-		log:    cfg.Logger.With("component", "metadata"),
-		fsm:    newFSM(),
-		closed: make(chan struct{}),
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "metadata"),
+		fsm:       newFSM(),
+		closed:    make(chan struct{}),
+		preparing: make(map[[16]byte]bool),
+		sweep:     make(chan struct{}, 1),
 	}
 	if err := c.start(); err != nil {
 		c.release()

@@ -26,6 +26,14 @@ var (
 	// ErrInvalidRequest: INVALID_REQUEST (42), e.g. both a partition count
 	// and a manual assignment given.
 	ErrInvalidRequest = errors.New("invalid request")
+	// ErrPolicyViolation: POLICY_VIOLATION (44), a partition limit
+	// (PartitionLimits) would be exceeded. KIP-578 proposed a new error
+	// for this (ResourceLimitReachedException) that Kafka never added;
+	// POLICY_VIOLATION ("Request parameters do not satisfy the configured
+	// policy") is the existing code for a request refused by a broker's
+	// configured rule, where INVALID_PARTITIONS would wrongly say the
+	// requested count itself is malformed.
+	ErrPolicyViolation = errors.New("policy violation")
 	// ErrClosed is returned by calls made after Close.
 	ErrClosed = errors.New("metadata controller closed")
 

@@ -31,6 +31,11 @@ func FuzzApplyCommand(f *testing.F) {
 		{cmdCreatePartitions, createPartitionsCmd{Name: "t", Total: 3, Assignments: [][]int32{{2, 1}}}},
 		{cmdAlterConfigs, alterConfigsCmd{Name: "t", Set: map[string]*string{"a": strp("1"), "b": nil}, ReplaceAll: true}},
 		{cmdAllocateProducerIDs, allocateProducerIDsCmd{N: 1000}},
+		{cmdCreateTopic, createTopicCmd{Name: "new", ID: [16]byte{7}, Assignments: [][]int32{{1}}, Pending: true,
+			Limits: &PartitionLimits{MaxBrokerPartitions: 3, MaxPartitions: 4}}},
+		{cmdCreatePartitions, createPartitionsCmd{Name: "t", Total: 3, Assignments: [][]int32{{2, 1}}, Limits: &PartitionLimits{MaxPartitions: 2}}},
+		{cmdActivateTopic, topicRefCmd{Name: "t", ID: [16]byte{1}}},
+		{cmdAbortTopic, topicRefCmd{Name: "t", ID: [16]byte{1}}},
 	}
 	for _, s := range seeds {
 		f.Add(mustCommand(f, s.t, s.p))

@@ -74,6 +74,13 @@ type Topic struct {
 	ID         [16]byte          `json:"id"`
 	Partitions []Partition       `json:"partitions"`
 	Configs    map[string]string `json:"configs,omitempty"`
+	// Pending marks a topic being created: recorded, so that its name,
+	// id and partitions are reserved and brokers open its replicas, but
+	// invisible to every reader but TopicsWithPending until it is
+	// activated, or removed again if its replicas cannot be opened (see
+	// CreateTopic.Prepare). Clients thus never see a topic that is then
+	// taken back.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // Image is an immutable snapshot of the cluster metadata. Every apply builds
@@ -144,27 +151,78 @@ func (im *Image) BrokerIDs() []int32 {
 	return slices.Sorted(maps.Keys(im.brokers))
 }
 
-// TopicByName returns the topic or nil. The result is read-only.
-func (im *Image) TopicByName(name string) *Topic { return im.topics[name] }
+// TopicByName returns the topic or nil (also while it is pending). The
+// result is read-only.
+func (im *Image) TopicByName(name string) *Topic { return visible(im.topics[name]) }
 
-// TopicByID returns the topic or nil. The result is read-only.
-func (im *Image) TopicByID(id [16]byte) *Topic { return im.topicsByID[id] }
+// TopicByID returns the topic or nil (also while it is pending). The result
+// is read-only.
+func (im *Image) TopicByID(id [16]byte) *Topic { return visible(im.topicsByID[id]) }
 
-// NumTopics is the number of topics.
-func (im *Image) NumTopics() int { return len(im.topics) }
-
-// SortedTopicNames returns every topic name in ascending order.
-func (im *Image) SortedTopicNames() []string {
-	return slices.Sorted(maps.Keys(im.topics))
+func visible(t *Topic) *Topic {
+	if t == nil || t.Pending {
+		return nil
+	}
+	return t
 }
 
-// Partition returns partition p of the named topic.
+// NumTopics is the number of topics, pending ones not counted.
+func (im *Image) NumTopics() int {
+	n := 0
+	for _, t := range im.topics {
+		if !t.Pending {
+			n++
+		}
+	}
+	return n
+}
+
+// SortedTopicNames returns every topic name in ascending order, pending
+// ones left out.
+func (im *Image) SortedTopicNames() []string {
+	names := make([]string, 0, len(im.topics))
+	for name, t := range im.topics {
+		if !t.Pending {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TopicsWithPending returns every topic sorted by name, pending ones
+// included: the brokers open the replicas of a pending topic before it
+// becomes visible. Everyone else uses SortedTopicNames and TopicByName.
+func (im *Image) TopicsWithPending() []*Topic {
+	out := make([]*Topic, 0, len(im.topics))
+	for _, name := range slices.Sorted(maps.Keys(im.topics)) {
+		out = append(out, im.topics[name])
+	}
+	return out
+}
+
+// Partition returns partition p of the named topic (not of a pending one).
 func (im *Image) Partition(topic string, p int32) (Partition, bool) {
-	t := im.topics[topic]
+	t := im.TopicByName(topic)
 	if t == nil || p < 0 || int(p) >= len(t.Partitions) {
 		return Partition{}, false
 	}
 	return t.Partitions[p], true
+}
+
+// partitionCounts counts the partitions of every topic, pending ones
+// included (they are reserved), in total and as replicas per broker.
+func (im *Image) partitionCounts() (total int, perBroker map[int32]int) {
+	perBroker = make(map[int32]int, len(im.brokers))
+	for _, t := range im.topics {
+		total += len(t.Partitions)
+		for _, p := range t.Partitions {
+			for _, id := range p.Replicas {
+				perBroker[id]++
+			}
+		}
+	}
+	return total, perBroker
 }
 
 // putTopic stores t under its name and id, replacing any topic of that name.

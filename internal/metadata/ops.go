@@ -21,6 +21,20 @@ type CreateTopic struct {
 	// ValidateOnly checks everything and returns the topic that would be
 	// created (with a zero ID) without creating it.
 	ValidateOnly bool
+	// Internal marks a topic the brokers create for themselves
+	// (__consumer_offsets): the partition limits do not refuse it, as
+	// KIP-578 exempts internal topics so that group coordination keeps
+	// working at the limit, but its partitions count towards them.
+	Internal bool
+	// Prepare, if set, makes the creation atomic: the topic is first
+	// recorded as pending (its name and partitions reserved, invisible to
+	// readers), then Prepare opens whatever must exist before clients may
+	// use it (the local replicas), and only then is the topic activated.
+	// If Prepare fails the topic is removed again and its error returned:
+	// CreateTopic either succeeds with a usable topic or creates nothing.
+	// Prepare gets ctx's values but not its deadline, since a creation
+	// once recorded must be finished or undone, not left half-way.
+	Prepare func(ctx context.Context, t *Topic) error
 }
 
 // RegisterBroker records b as a legacy registration (replacing an earlier
@@ -58,23 +72,42 @@ func (c *Controller) CreateTopic(ctx context.Context, r CreateTopic) (*Topic, er
 			return nil, fmt.Errorf("create topic %q: %w", r.Name, err)
 		}
 	}
-	cmd := createTopicCmd{Name: r.Name, Assignments: assignments, Configs: r.Configs}
+	limits := c.limits()
+	if r.Internal {
+		limits = nil
+	}
+	if err := limits.check(im, r.Name, assignments); err != nil {
+		return nil, err
+	}
 	if r.ValidateOnly {
 		return &Topic{Name: r.Name, Partitions: newPartitions(im, 0, assignments), Configs: r.Configs}, nil
 	}
+	cmd := createTopicCmd{Name: r.Name, Assignments: assignments, Configs: r.Configs, Limits: limits, Pending: r.Prepare != nil}
 	for {
 		if cmd.ID, err = newUUID(); err != nil {
 			return nil, err
 		}
-		if im.TopicByID(cmd.ID) == nil {
+		if im.topicsByID[cmd.ID] == nil { // pending topics hold their id too
 			break
 		}
+	}
+	if r.Prepare != nil {
+		return c.createPrepared(ctx, cmd, r.Prepare)
 	}
 	res, err := c.propose(ctx, cmdCreateTopic, cmd)
 	if err != nil {
 		return nil, fmt.Errorf("create topic %q: %w", r.Name, err)
 	}
 	return res.topic, nil
+}
+
+// limits is the configured partition limits, nil when there are none.
+func (c *Controller) limits() *PartitionLimits {
+	if c.cfg.Limits.none() {
+		return nil
+	}
+	l := c.cfg.Limits
+	return &l
 }
 
 // assignmentsFor returns the replica lists for a new topic: the manual
@@ -193,10 +226,14 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, total in
 		}
 		assignments = place(brokers, cur, add, rf, rand.IntN(len(brokers)))
 	}
+	limits := c.limits()
+	if err := limits.check(im, name, assignments); err != nil {
+		return err
+	}
 	if validateOnly {
 		return nil
 	}
-	cmd := createPartitionsCmd{Name: name, ID: t.ID, Total: total, Assignments: assignments}
+	cmd := createPartitionsCmd{Name: name, ID: t.ID, Total: total, Assignments: assignments, Limits: limits}
 	if _, err := c.propose(ctx, cmdCreatePartitions, cmd); err != nil {
 		return fmt.Errorf("create partitions for %q: %w", name, err)
 	}

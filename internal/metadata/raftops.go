@@ -15,9 +15,18 @@ const leaderPoll = 10 * time.Millisecond
 
 // watchLeadership records the cluster id as soon as this node leads a
 // cluster that has none yet, so a fresh cluster gets its id without anyone
-// having to ask.
+// having to ask, and aborts the topic creations earlier leaders left
+// pending (see sweepPending): on taking over, when asked, and every
+// sweepInterval.
 func (c *Controller) watchLeadership(ctx context.Context) {
 	defer c.bg.Done()
+	tick := time.NewTicker(sweepInterval)
+	defer tick.Stop()
+	sweep := func(full bool) {
+		if err := c.sweepPending(ctx, full); err != nil && ctx.Err() == nil {
+			c.log.Warn("abort pending topic creations", "err", err)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -29,6 +38,11 @@ func (c *Controller) watchLeadership(ctx context.Context) {
 			if err := c.ensureClusterID(ctx); err != nil && ctx.Err() == nil {
 				c.log.Warn("record cluster id", "err", err)
 			}
+			sweep(true)
+		case <-c.sweep:
+			sweep(true) // the orphan may not have applied yet
+		case <-tick.C:
+			sweep(false)
 		}
 	}
 }

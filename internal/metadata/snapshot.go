@@ -36,9 +36,9 @@ func encodeSnapshot(w io.Writer, im *Image) error {
 		NextProducerID: im.nextProducerID,
 		Brokers:        im.Brokers(),
 	}
-	for _, name := range im.SortedTopicNames() {
-		s.Topics = append(s.Topics, im.topics[name])
-	}
+	// Pending topics too: a new leader must find them to finish or
+	// abort their creation.
+	s.Topics = im.TopicsWithPending()
 	if err := json.NewEncoder(w).Encode(&s); err != nil {
 		return fmt.Errorf("write metadata snapshot at index %d: %w", im.index, err)
 	}
