@@ -66,7 +66,7 @@ func apiVersions() map[int16][2]int16 {
 func (b *Broker) Handle(ctx context.Context, rc *server.RequestContext, req kmsg.Request) (kmsg.Response, error) {
 	switch r := req.(type) {
 	case *kmsg.ProduceRequest:
-		return b.handleProduce(ctx, r)
+		return b.handleProduce(ctx, rc, r)
 	case *kmsg.FetchRequest:
 		return b.handleFetch(ctx, r)
 	case *kmsg.ListOffsetsRequest:

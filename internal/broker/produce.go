@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-project/weir/internal/replica"
+	"github.com/weir-project/weir/internal/server"
 	"github.com/weir-project/weir/internal/storage"
 )
 
@@ -35,7 +36,7 @@ type ackWait struct {
 // copy is appended and answered, the others are dropped without a word,
 // which has lost records of real clients (apache/kafka#22662). Refusing
 // them all, as Kafka's ListOffsets does, tells the client.
-func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (kmsg.Response, error) {
+func (b *Broker) handleProduce(ctx context.Context, rc *server.RequestContext, req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	var waits []ackWait
 	acksValid := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
@@ -95,6 +96,12 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) (k
 	if len(waits) > 0 {
 		for i := range waits {
 			waits[i].sp = &resp.Topics[waits[i].topic].Partitions[waits[i].part]
+		}
+		// The batches are in the log: their bytes are not needed while
+		// waiting for the followers, whose fetches must not wait for
+		// this memory.
+		if rc != nil && rc.ReleaseRequest != nil {
+			rc.ReleaseRequest()
 		}
 		b.awaitAcks(ctx, waits, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	}

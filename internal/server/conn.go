@@ -45,6 +45,7 @@ var errFrameSize = errors.New("request frame size out of bounds")
 // responses in order. An optional third closes it when idle.
 type conn struct {
 	s        *Server
+	pool     *memPool // where its requests' memory is charged
 	listener string
 	nc       net.Conn
 	log      *slog.Logger
@@ -68,7 +69,7 @@ type conn struct {
 }
 
 func newConn(parent context.Context, s *Server, listener string, nc net.Conn) *conn {
-	c := &conn{s: s, listener: listener, nc: nc, answered: make(chan struct{}, 1), parent: parent}
+	c := &conn{s: s, pool: s.pool, listener: listener, nc: nc, answered: make(chan struct{}, 1), parent: parent}
 	c.ctx, c.cancel = context.WithCancel(parent)
 	c.log = s.log.With("listener", listener, "remote", nc.RemoteAddr().String())
 	c.lastActive.Store(time.Now().UnixNano())
@@ -140,7 +141,7 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 				return
 			}
 		}
-		res := c.s.pool.reserve()
+		res := c.pool.reserve()
 		p, err := c.readRequest(ctx, fr, res)
 		if err != nil {
 			held := res.size()
@@ -157,7 +158,7 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 			case errors.Is(err, errTransferTooSlow):
 				// What the frame held is back in the pool by now.
 				c.log.Info("closing connection: request too slow", "err", err,
-					"released_bytes", held, "pool_in_use", c.s.pool.inUse())
+					"released_bytes", held, "pool_in_use", c.pool.inUse())
 				c.shutdown("request too slow", err)
 			default:
 				// The socket failed, or we closed it (the reason is
@@ -332,6 +333,8 @@ func (c *conn) respond(ctx context.Context, p parsed) (resp kmsg.Response, reaso
 		Listener:      c.listener,
 		RemoteAddr:    c.nc.RemoteAddr(),
 		LocalAddr:     c.nc.LocalAddr(),
+		// p.res's release is idempotent: handle releases it again.
+		ReleaseRequest: p.res.release,
 	}
 	resp, err = c.s.handler.Handle(ctx, rc, p.req)
 	if err != nil {

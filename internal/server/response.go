@@ -46,8 +46,8 @@ func (c *conn) writeResponse(bw *bufio.Writer, h header, resp kmsg.Response) err
 	}
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 	charged := int64(cap(buf))
-	c.s.pool.force(charged)
-	defer c.s.pool.unforce(charged)
+	c.pool.force(charged)
+	defer c.pool.unforce(charged)
 	if err := c.writeAll(bw, buf); err != nil {
 		return fmt.Errorf("write response to correlation id %d: %w", h.CorrelationID, err)
 	}

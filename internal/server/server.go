@@ -57,12 +57,25 @@ type RequestContext struct {
 	Listener      string // listener name the connection came in on
 	RemoteAddr    net.Addr
 	LocalAddr     net.Addr
+	// ReleaseRequest returns the request's memory (its frame and decoded
+	// form) to queued.max.request.bytes early, for a handler that no
+	// longer needs them before it answers: a produce waiting for acks=-1
+	// after its append must not keep other clients' (and followers')
+	// requests from being read. The request must not be used after.
+	ReleaseRequest func()
 }
 
 // Listener is one named address to accept connections on.
 type Listener struct {
 	Name string
 	Addr string // host:port, port may be 0
+	// Listener, if set, is already bound (Addr is then ignored): the
+	// CONTROLLER listener shares its port with Raft (package mux).
+	Listener net.Listener
+	// Unbudgeted connections are not charged to queued.max.request.bytes:
+	// the controller listener's few, small requests (heartbeats) must get
+	// through whatever clients hold.
+	Unbudgeted bool
 }
 
 // Config configures a Server.
@@ -105,8 +118,11 @@ type Server struct {
 	log       *slog.Logger
 	listeners []boundListener
 	pool      *memPool
-	quotas    *connQuotas
-	frames    frameLimits
+	// unbudgeted counts the memory of Unbudgeted listeners' connections
+	// without bounding it.
+	unbudgeted *memPool
+	quotas     *connQuotas
+	frames     frameLimits
 
 	mu       sync.Mutex
 	serving  bool
@@ -116,8 +132,9 @@ type Server struct {
 }
 
 type boundListener struct {
-	name string
-	ln   net.Listener
+	name       string
+	ln         net.Listener
+	unbudgeted bool
 }
 
 // New validates cfg and binds every listener, so that Addr is meaningful
@@ -142,12 +159,13 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
 	s := &Server{
-		cfg:      cfg,
-		versions: versions,
-		handler:  h,
-		log:      logger,
-		pool:     newMemPool(cfg.QueuedMaxRequestBytes),
-		quotas:   quotas,
+		cfg:        cfg,
+		versions:   versions,
+		handler:    h,
+		log:        logger,
+		pool:       newMemPool(cfg.QueuedMaxRequestBytes),
+		unbudgeted: newMemPool(0),
+		quotas:     quotas,
 		frames: frameLimits{
 			maxBytes:      cfg.MaxRequestBytes,
 			maxNonProduce: cfg.MaxNonProduceRequestBytes,
@@ -162,12 +180,15 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Server, error) {
 			return nil, fmt.Errorf("new server: duplicate listener name %q", l.Name)
 		}
 		seen[l.Name] = true
-		ln, err := net.Listen("tcp", l.Addr)
-		if err != nil {
-			s.closeListeners()
-			return nil, fmt.Errorf("new server: listen %s on %s: %w", l.Name, l.Addr, err)
+		ln := l.Listener
+		if ln == nil {
+			var err error
+			if ln, err = net.Listen("tcp", l.Addr); err != nil {
+				s.closeListeners()
+				return nil, fmt.Errorf("new server: listen %s on %s: %w", l.Name, l.Addr, err)
+			}
 		}
-		s.listeners = append(s.listeners, boundListener{name: l.Name, ln: ln})
+		s.listeners = append(s.listeners, boundListener{name: l.Name, ln: ln, unbudgeted: l.Unbudgeted})
 	}
 	return s, nil
 }
@@ -321,6 +342,9 @@ func (s *Server) acceptLoop(ctx context.Context, l boundListener) error {
 			return nil
 		}
 		c := newConn(ctx, s, l.name, nc)
+		if l.unbudgeted {
+			c.pool = s.unbudgeted
+		}
 		ip := remoteIP(nc.RemoteAddr())
 		ok, limit, evict := s.quotas.admit(c, ip)
 		if !ok {
