@@ -86,6 +86,13 @@ type Broker struct {
 	UncleanLeaderElectionEnable  bool  // unclean.leader.election.enable
 	BrokerSessionTimeoutMs       int64 // broker.session.timeout.ms
 	BrokerHeartbeatIntervalMs    int64 // broker.heartbeat.interval.ms
+	ControlledShutdownEnable     bool  // controlled.shutdown.enable
+	ControlledShutdownTimeoutMs  int64 // controlled.shutdown.timeout.ms (weir's)
+	AutoLeaderRebalanceEnable    bool  // auto.leader.rebalance.enable
+	// leader.imbalance.check.interval.seconds
+	LeaderImbalanceCheckIntervalSeconds int64
+	// replica.high.watermark.checkpoint.interval.ms
+	ReplicaHighWatermarkCheckpointIntervalMs int64
 
 	// Groups, offsets and transactions.
 	OffsetsTopicNumPartitions            int32 // offsets.topic.num.partitions

@@ -329,6 +329,16 @@ var brokerKeys = []brokerKey{
 		"A broker without a heartbeat for this long is fenced by the controller."),
 	intKey("broker.heartbeat.interval.ms", TypeInt, 2000, anyInt, math.MaxInt32, func(b *Broker) *int64 { return &b.BrokerHeartbeatIntervalMs },
 		"How often a broker heartbeats to the controller."),
+	boolKey("controlled.shutdown.enable", true, func(b *Broker) *bool { return &b.ControlledShutdownEnable },
+		"On SIGTERM, move this broker's leaderships to other replicas before stopping."),
+	intKey("controlled.shutdown.timeout.ms", TypeLong, 60000, 0, noMax, func(b *Broker) *int64 { return &b.ControlledShutdownTimeoutMs },
+		"How long a controlled shutdown may wait for the controller before the broker stops anyway (weir's key)."),
+	boolKey("auto.leader.rebalance.enable", true, func(b *Broker) *bool { return &b.AutoLeaderRebalanceEnable },
+		"The controller moves leadership back to preferred replicas that are in sync."),
+	intKey("leader.imbalance.check.interval.seconds", TypeLong, 300, 1, noMax, func(b *Broker) *int64 { return &b.LeaderImbalanceCheckIntervalSeconds },
+		"How often the controller checks for leaders that are not the preferred replica."),
+	intKey("replica.high.watermark.checkpoint.interval.ms", TypeLong, 5000, 1, noMax, func(b *Broker) *int64 { return &b.ReplicaHighWatermarkCheckpointIntervalMs },
+		"How often each log dir's replication-offset-checkpoint is written."),
 
 	// Groups, offsets and transactions.
 	intKey("offsets.topic.num.partitions", TypeInt, 50, 1, math.MaxInt32, func(b *Broker) *int32 { return &b.OffsetsTopicNumPartitions },
