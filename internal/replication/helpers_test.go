@@ -151,6 +151,13 @@ func newClusterWithLogs(t testing.TB, ids []int32, tps []storage.TopicPartition,
 				c.crash(id)
 			}
 		}
+		if t.Failed() {
+			c.logs.mu.Lock()
+			defer c.logs.mu.Unlock()
+			for _, l := range *c.logs.lines {
+				t.Log(l)
+			}
+		}
 	})
 	return c
 }
