@@ -217,3 +217,24 @@ func TestLocalStorageErrorBacksOff(t *testing.T) {
 		t.Fatalf("%d backoff lines for one repeated failure, want 1", got)
 	}
 }
+
+// With responses far smaller than the backlog (replica.fetch.max.bytes,
+// replica.fetch.response.max.bytes), every partition still catches up:
+// the first batch always comes, the rest wait their turn.
+func TestSmallResponsesCatchUp(t *testing.T) {
+	var tps []storage.TopicPartition
+	for i := range 6 {
+		tps = append(tps, storage.TopicPartition{Topic: "small", Partition: int32(i)})
+	}
+	c := newCluster(t, []int32{1, 2}, tps, Config{MaxBytes: 300, PartitionMaxBytes: 200})
+	c.elect(1)
+	c.crash(2)
+	for _, tp := range tps {
+		for range 10 {
+			c.produce(tp, 3) // about 130 bytes a batch
+		}
+	}
+	c.start(2, -1)
+	c.waitInSync()
+	c.checkIdentical()
+}

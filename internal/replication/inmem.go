@@ -343,13 +343,10 @@ func (c *inmemClient) fillFetch(b *inmemBroker, req *kmsg.FetchRequest, replicaI
 			if register {
 				w.Watch(p, replica.LogEnd|replica.HighWatermark)
 			}
+			// As the broker does: every partition's fetch offset is
+			// recorded, and once the response holds data, a batch that
+			// would overshoot its limit waits for the next fetch.
 			limit := min(int64(rp.PartitionMaxBytes), int64(req.MaxBytes)-total)
-			if limit <= 0 && total > 0 {
-				o := p.Offsets()
-				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = o.HighWater, o.HighWater, o.LogStart
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
 			res, o, err := p.ReadForFollower(replica.FollowerFetch{
 				ReplicaID:          replicaID,
 				CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
@@ -358,7 +355,7 @@ func (c *inmemClient) fillFetch(b *inmemBroker, req *kmsg.FetchRequest, replicaI
 			})
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = o.HighWater, o.HighWater, o.LogStart
 			var data []byte
-			if err == nil {
+			if err == nil && (total == 0 || res.Len <= limit) {
 				data, err = res.Bytes()
 			}
 			if err != nil {
