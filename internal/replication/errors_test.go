@@ -2,6 +2,7 @@ package replication
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func TestFollowerAheadOfLeaderTruncatesByEpoch(t *testing.T) {
 	// The leader's disk loses its last batch (the page cache was not
 	// flushed when it lost power) while it keeps leading the same epoch.
 	c.crash(1)
-	log, err := storage.OpenLog(c.nodes[1].dirs[tpA], c.logCfg, 0, 0, false, nil)
+	log, err := storage.OpenLog(c.nodes[1].dirs[tpA], c.logCfg, 0, 0, false, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,9 +117,10 @@ func TestConnectionFailureBacksOffAndRedials(t *testing.T) {
 	if n := c.net.OpenClients(1); n != 1 {
 		t.Fatalf("%d clients open to the leader, want 1", n)
 	}
-	if st, _ := c.nodes[2].m.Status(tpA); st.LastError != nil {
-		t.Fatalf("error still reported after recovery: %v", st.LastError)
-	}
+	waitFor(t, "the error cleared by a successful fetch", func() bool {
+		st, _ := c.nodes[2].m.Status(tpA)
+		return st.LastError == nil
+	})
 }
 
 // A partition added while the fetcher waits in a long poll starts at
@@ -209,6 +211,9 @@ func TestLocalStorageErrorBacksOff(t *testing.T) {
 		st, _ := c.nodes[2].m.Status(tpA)
 		return st.LastError != nil && strings.Contains(st.LastError.Error(), "closed")
 	})
+	waitFor(t, "the failure logged", func() bool { return c.logs.count("backing off", "broker=2") > 0 })
+	fetches := c.net.Fetches(1)
+	waitFor(t, "three more attempts", func() bool { return c.net.Fetches(1) >= fetches+3 })
 	st, _ := c.nodes[2].m.Status(tpA)
 	if st.LogEnd != 2 || st.State != Fetching {
 		t.Fatalf("status %+v, want still fetching from 2", st)

@@ -29,8 +29,9 @@ type InmemNetwork struct {
 	brokers map[int32]*inmemBroker
 	// Versions answered, as kgo would negotiate them with the broker.
 	fetchVersion, epochVersion int16
-	// dials counts successful dials per broker; clients counts open ones.
-	dials, clients map[int32]int
+	// dials counts successful dials per broker, clients open ones,
+	// fetches the Fetch requests received.
+	dials, clients, fetches map[int32]int
 	polls          map[*inmemPoll]struct{}
 }
 
@@ -58,6 +59,7 @@ func NewInmemNetwork() *InmemNetwork {
 		epochVersion: 4,
 		dials:        map[int32]int{},
 		clients:      map[int32]int{},
+		fetches:      map[int32]int{},
 		polls:        map[*inmemPoll]struct{}{},
 	}
 }
@@ -119,6 +121,13 @@ func (n *InmemNetwork) Dials(id int32) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.dials[id]
+}
+
+// Fetches is how many Fetch requests broker id received.
+func (n *InmemNetwork) Fetches(id int32) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.fetches[id]
 }
 
 // OpenClients is how many clients to broker id are open.
@@ -250,6 +259,7 @@ func (c *inmemClient) Fetch(ctx context.Context, in *kmsg.FetchRequest) (*kmsg.F
 	}
 	c.n.mu.Lock()
 	v := c.n.fetchVersion
+	c.n.fetches[c.leader]++
 	c.n.mu.Unlock()
 	req, err := roundTrip(in, kmsg.NewPtrFetchRequest(), v)
 	if err != nil {
