@@ -140,3 +140,29 @@ func (p *Partition) UpdateFollowerHW(leaderEpoch int32, leaderHW int64) error {
 	}
 	return nil
 }
+
+// UpdateFollowerLogStart applies the leader's log start offset from a
+// fetch response, as Kafka's followers do: records the leader deleted
+// (DeleteRecords, retention) go here too, so they cannot come back after
+// a failover. Only committed records may go: an offset above this
+// replica's high watermark waits for a later fetch.
+func (p *Partition) UpdateFollowerLogStart(leaderEpoch int32, leaderLogStart int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if err := p.checkFollower(leaderEpoch); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	hw := p.hw
+	p.mu.Unlock()
+	if leaderLogStart <= p.log.LogStartOffset() || leaderLogStart > hw {
+		return nil
+	}
+	if _, err := p.log.DeleteRecordsBefore(leaderLogStart); err != nil {
+		return fmt.Errorf("partition %s-%d: follow leader log start %d: %w", p.tp.Topic, p.tp.Partition, leaderLogStart, err)
+	}
+	p.mu.Lock()
+	p.notifyAllLocked()
+	p.mu.Unlock()
+	return nil
+}

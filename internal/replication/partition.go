@@ -1,0 +1,253 @@
+package replication
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/weir-project/weir/internal/replica"
+	"github.com/weir-project/weir/internal/storage"
+)
+
+// Replica is the follower side of a local partition replica, as package
+// replica provides it (*replica.Partition satisfies it). Every call that
+// changes the log takes the leader epoch the fetcher works for and fails
+// with replica.ErrNotFollower once the replica follows another leader or
+// epoch, or replica.ErrRemoved once it is gone.
+type Replica interface {
+	TopicPartition() storage.TopicPartition
+	FollowerState() (replica.FollowerState, error)
+	// Offsets gives the local high watermark, the truncation point of
+	// last resort for a log that has data but no epoch history.
+	Offsets() replica.Offsets
+	EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset int64)
+	AppendAsFollower(leaderEpoch int32, records []byte) (storage.AppendInfo, error)
+	TruncateTo(leaderEpoch int32, offset int64) error
+	TruncateFullyAndStartAt(leaderEpoch int32, offset int64) error
+	UpdateFollowerHW(leaderEpoch int32, leaderHW int64) error
+	UpdateFollowerLogStart(leaderEpoch int32, leaderLogStart int64) error
+}
+
+var _ Replica = (*replica.Partition)(nil)
+
+// State is where a followed partition is in its cycle.
+type State int
+
+const (
+	// Truncating: the log is being cut back to where it agrees with the
+	// leader's (OffsetForLeaderEpoch), before any fetch.
+	Truncating State = iota
+	// Fetching: batches are fetched from the log end and appended.
+	Fetching
+	// Stopped: the replica no longer follows this leader epoch (it moved
+	// on or was removed); the broker's next Follow or Unfollow decides.
+	Stopped
+)
+
+func (s State) String() string {
+	switch s {
+	case Truncating:
+		return "truncating"
+	case Fetching:
+		return "fetching"
+	case Stopped:
+		return "stopped"
+	}
+	return "unknown"
+}
+
+// Status is one followed partition as the manager sees it, for tests,
+// metrics and DescribeLogDirs-style reporting.
+type Status struct {
+	TopicPartition storage.TopicPartition
+	LeaderID       int32
+	LeaderEpoch    int32
+	State          State
+	// DelayedUntil is set while the partition backs off after an error.
+	DelayedUntil time.Time
+	// LastError is the error that caused the latest backoff or stop; nil
+	// once a fetch succeeds again.
+	LastError error
+	// LogEnd is the local log end after the latest fetch or truncation.
+	LogEnd int64
+	// LeaderHighWatermark is the leader's high watermark from the latest
+	// fetch response (-1 before the first).
+	LeaderHighWatermark int64
+	// Lag is how far the local log end is behind the leader's high
+	// watermark (Kafka's ConsumerLag for replica fetchers).
+	Lag int64
+}
+
+// partition is one Follow: a replica following one leader at one epoch.
+// A new leader or epoch makes a new partition; the old one is retired.
+type partition struct {
+	r       Replica
+	tp      storage.TopicPartition
+	topicID [16]byte
+	leader  int32
+	epoch   int32
+	log     *slog.Logger
+
+	// applyMu serialises the fetcher's changes to the replica with
+	// retire: once retire has returned, gone is set and nothing more
+	// reaches the replica from this partition. Held across disk I/O.
+	applyMu sync.Mutex
+	gone    bool
+
+	// mu guards the fields below: written by the fetcher goroutine, read
+	// by Status.
+	mu       sync.Mutex
+	state    State
+	delayTo  time.Time
+	lastErr  error
+	askEpoch int32 // next epoch to ask the leader about; -1: the latest local one
+	// oorAt is the log end at the last OFFSET_OUT_OF_RANGE that led to an
+	// epoch truncation (-1: none); the same answer at the same log end
+	// again means truncation cannot fix it, so back off.
+	oorAt    int64
+	logEnd   int64
+	leaderHW int64
+}
+
+func newPartition(r Replica, topicID [16]byte, leader, epoch int32, log *slog.Logger) *partition {
+	tp := r.TopicPartition()
+	return &partition{
+		r: r, tp: tp, topicID: topicID, leader: leader, epoch: epoch,
+		log:      log.With("topic", tp.Topic, "partition", tp.Partition, "leader", leader, "leader_epoch", epoch),
+		state:    Truncating,
+		askEpoch: -1,
+		oorAt:    -1,
+		logEnd:   -1,
+		leaderHW: -1,
+	}
+}
+
+// retire makes the partition inert: it waits for a change in progress and
+// keeps every later one away from the replica.
+func (p *partition) retire() {
+	p.applyMu.Lock()
+	p.gone = true
+	p.applyMu.Unlock()
+	p.mu.Lock()
+	p.state = Stopped
+	p.mu.Unlock()
+}
+
+func (p *partition) status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := Status{
+		TopicPartition: p.tp, LeaderID: p.leader, LeaderEpoch: p.epoch, State: p.state,
+		LastError: p.lastErr, LogEnd: p.logEnd, LeaderHighWatermark: p.leaderHW,
+	}
+	if time.Now().Before(p.delayTo) {
+		s.DelayedUntil = p.delayTo
+	}
+	if p.leaderHW >= 0 && p.logEnd >= 0 && p.leaderHW > p.logEnd {
+		s.Lag = p.leaderHW - p.logEnd
+	}
+	return s
+}
+
+// ready reports the partition's state if it is due for work at now, or
+// false with the time it is due (zero if never: stopped).
+func (p *partition) ready(now time.Time) (State, bool, time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state == Stopped {
+		return p.state, false, time.Time{}
+	}
+	if now.Before(p.delayTo) {
+		return p.state, false, p.delayTo
+	}
+	return p.state, true, time.Time{}
+}
+
+// delay backs the partition off after err, optionally sending it back to
+// truncation. The error is logged when it differs from the previous one,
+// so a partition retrying the same failure does not log every backoff.
+func (p *partition) delay(backoff time.Duration, err error, truncate bool) {
+	p.mu.Lock()
+	if p.state == Stopped {
+		p.mu.Unlock()
+		return
+	}
+	same := p.lastErr != nil && p.lastErr.Error() == err.Error()
+	p.lastErr = err
+	p.delayTo = time.Now().Add(backoff)
+	if truncate {
+		p.state, p.askEpoch = Truncating, -1
+	}
+	p.mu.Unlock()
+	if !same {
+		p.log.Warn("replica fetch failed; backing off", "backoff", backoff, "truncate_first", truncate, "err", err)
+	}
+}
+
+// setFetching moves a partition whose truncation is complete to fetching.
+func (p *partition) setFetching(logEnd int64) {
+	p.mu.Lock()
+	was := p.state
+	p.state, p.askEpoch, p.logEnd = Fetching, -1, logEnd
+	p.mu.Unlock()
+	if was != Fetching {
+		p.log.Info("started fetching", "offset", logEnd)
+	}
+}
+
+// nextAsk is the epoch a walk back through epochs asks about next (-1:
+// none, ask about the latest local epoch).
+func (p *partition) nextAsk() int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.askEpoch
+}
+
+// setAsk continues a walk back through epochs (KIP-279) at epoch.
+func (p *partition) setAsk(epoch int32, logEnd int64) {
+	p.mu.Lock()
+	p.askEpoch, p.logEnd = epoch, logEnd
+	p.mu.Unlock()
+}
+
+// retruncate sends the partition back to truncation after an
+// OFFSET_OUT_OF_RANGE at logEnd; the second one at the same log end backs
+// off first, since truncating did not help.
+func (p *partition) retruncate(backoff time.Duration, logEnd int64, err error) {
+	p.mu.Lock()
+	again := p.oorAt == logEnd
+	p.oorAt = logEnd
+	if !again {
+		p.state, p.askEpoch = Truncating, -1
+	}
+	p.mu.Unlock()
+	if again {
+		p.delay(backoff, err, true)
+		return
+	}
+	p.log.Info("fetch offset out of range: truncating by leader epoch again", "offset", logEnd, "err", err)
+}
+
+// fetched records a successful fetch.
+func (p *partition) fetched(logEnd, leaderHW int64) {
+	p.mu.Lock()
+	p.logEnd, p.leaderHW, p.lastErr, p.oorAt = logEnd, leaderHW, nil, -1
+	p.mu.Unlock()
+}
+
+// stop ends the partition's fetching because the replica moved on or was
+// removed: the broker's next Follow or Unfollow decides what comes next.
+func (p *partition) stop(err error) {
+	p.mu.Lock()
+	was := p.state
+	p.state, p.lastErr = Stopped, err
+	p.mu.Unlock()
+	if was != Stopped {
+		if errors.Is(err, replica.ErrRemoved) {
+			p.log.Info("stopped following: replica removed")
+		} else {
+			p.log.Info("stopped following: replica moved to another leader or epoch", "err", err)
+		}
+	}
+}
