@@ -23,6 +23,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(serveCommand())
+	root.AddCommand(clusterCommand())
 	root.AddCommand(cli.Commands()...)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weir-project/weir/internal/broker"
 	"github.com/weir-project/weir/internal/config"
+	"github.com/weir-project/weir/internal/replication"
 	"github.com/weir-project/weir/internal/server"
 	"github.com/weir-project/weir/internal/storage"
 )
@@ -121,6 +122,16 @@ func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 		LogDirs:                   cfg.LogDirs,
 		MetadataLogDir:            cfg.MetadataLogDir,
 		ControllerAddr:            ctrl.Addr(),
+		ControllerListener:        ctrl.Name,
+		InterBrokerListener:       cfg.InterBrokerListenerName,
+		HeartbeatInterval:         ms(cfg.BrokerHeartbeatIntervalMs),
+		SessionTimeout:            ms(cfg.BrokerSessionTimeoutMs),
+		ReplicaLagMax:             ms(cfg.ReplicaLagTimeMaxMs),
+		ControlledShutdown:        cfg.ControlledShutdownEnable,
+		ControlledShutdownTimeout: ms(cfg.ControlledShutdownTimeoutMs),
+		AutoLeaderRebalance:       cfg.AutoLeaderRebalanceEnable,
+		LeaderImbalanceCheck:      time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
+		Replication:               replication.ConfigFromBroker(cfg),
 		MaxRequestBytes:           int32(min(cfg.SocketRequestMaxBytes, 1<<31-1)),
 		ConnectionsMaxIdle:        time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		QueuedMaxRequestBytes:     unboundedIfNotPositive(cfg.QueuedMaxRequestBytes),
@@ -143,6 +154,7 @@ func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 			RetentionCheckIntervalMs: cfg.LogRetentionCheckIntervalMs,
 			FlushSchedulerIntervalMs: cfg.LogFlushSchedulerIntervalMs,
 			CheckpointIntervalMs:     cfg.LogFlushOffsetCheckpointIntervalMs,
+			HWCheckpointIntervalMs:   cfg.ReplicaHighWatermarkCheckpointIntervalMs,
 			DisableCleaner:           !cfg.LogCleanerEnable,
 			CleanerBackoffMs:         cfg.LogCleanerBackoffMs,
 			CleanerDedupeBufferSize:  cfg.LogCleanerDedupeBufferSize,
@@ -172,3 +184,6 @@ func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 	}
 	return opts, nil
 }
+
+// ms converts a millisecond setting.
+func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }

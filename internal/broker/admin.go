@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-project/weir/internal/metadata"
+	"github.com/weir-project/weir/internal/server"
 )
 
 // clusterMetadataTopic is the name of Kafka's KRaft log, which Kafka never
@@ -28,7 +29,12 @@ const clusterMetadataTopic = "__cluster_metadata"
 // those too, with the same code and words: a client's copy (one partition,
 // not compacted) would become the group coordinator's log. The broker
 // creates them itself, with their own settings, when first needed.
-func (b *Broker) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
+//
+// On the CONTROLLER listener the request comes from a broker (an
+// auto-creation forwarded to the active controller): there the internal
+// topics may be created, with their own settings.
+func (b *Broker) handleCreateTopics(ctx context.Context, rc *server.RequestContext, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
+	fromBroker := rc != nil && rc.Listener == b.opts.ControllerListener
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
@@ -41,24 +47,25 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsR
 		switch {
 		case dup[rt.Topic]:
 			st.ErrorCode, st.ErrorMessage = kerr.InvalidRequest.Code, ptr("Duplicate topic name.")
-		case isInternalTopic(rt.Topic) || rt.Topic == clusterMetadataTopic:
+		case (isInternalTopic(rt.Topic) && !fromBroker) || rt.Topic == clusterMetadataTopic:
 			st.ErrorCode = kerr.InvalidRequest.Code
 			st.ErrorMessage = ptr(fmt.Sprintf("Creation of internal topic %s is prohibited.", rt.Topic))
 		default:
-			b.createRequestedTopic(ctx, rt, req.ValidateOnly, &st)
+			b.createRequestedTopic(ctx, rt, req.ValidateOnly, fromBroker && isInternalTopic(rt.Topic), &st)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
 }
 
-func (b *Broker) createRequestedTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool, st *kmsg.CreateTopicsResponseTopic) {
+func (b *Broker) createRequestedTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly, internal bool, st *kmsg.CreateTopicsResponseTopic) {
 	ct := metadata.CreateTopic{
 		Name:              rt.Topic,
 		NumPartitions:     rt.NumPartitions,
 		ReplicationFactor: rt.ReplicationFactor,
 		Configs:           map[string]string{},
 		ValidateOnly:      validateOnly,
+		Internal:          internal,
 	}
 	if len(rt.ReplicaAssignment) > 0 {
 		ct.Assignments = map[int32][]int32{}
@@ -212,9 +219,9 @@ func (b *Broker) handleDescribeCluster(ctx context.Context, req *kmsg.DescribeCl
 		return resp, nil
 	}
 	resp.ClusterID = img.ClusterID()
-	resp.ControllerID = b.nodeID
+	resp.ControllerID = b.clientControllerID(img)
 	resp.ClusterAuthorizedOperations = -2147483648
-	for _, br := range img.Brokers() {
+	for _, br := range img.LiveBrokers() {
 		rb := kmsg.NewDescribeClusterResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = br.ID, br.Host, br.Port
 		if br.Rack != "" {

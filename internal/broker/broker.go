@@ -1,11 +1,13 @@
 // Package broker serves Kafka's APIs on top of the metadata controller,
 // the replica manager and the storage engine. One file per API family;
-// this one owns the broker's lifecycle and the reconciliation of local
-// replicas with the cluster metadata.
+// this one owns the broker's lifecycle, cluster.go its links to the
+// controller and the other brokers, reconcile.go the local replicas'
+// following of the metadata.
 package broker
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,10 +17,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/weir-project/weir/internal/config"
+	"github.com/weir-project/weir/internal/controller"
+	"github.com/weir-project/weir/internal/ctrlclient"
 	"github.com/weir-project/weir/internal/group"
 	"github.com/weir-project/weir/internal/metadata"
+	"github.com/weir-project/weir/internal/mux"
 	"github.com/weir-project/weir/internal/replica"
+	"github.com/weir-project/weir/internal/replication"
 	"github.com/weir-project/weir/internal/server"
 	"github.com/weir-project/weir/internal/storage"
 	"github.com/weir-project/weir/internal/txn"
@@ -34,12 +42,21 @@ type Listener struct {
 
 // Options is everything the broker needs, derived from the configuration.
 type Options struct {
-	NodeID             int32
-	Rack               string
-	LogDirs            []string
-	MetadataLogDir     string     // metadata.log.dir: Raft's home; "" = the first log dir
-	Listeners          []Listener // client listeners; the first is advertised in Metadata
-	ControllerAddr     string     // raft transport bind address
+	NodeID         int32
+	Rack           string
+	LogDirs        []string
+	MetadataLogDir string     // metadata.log.dir: Raft's home; "" = the first log dir
+	Listeners      []Listener // client listeners; the first is advertised in Metadata
+	// InterBrokerListener names the listener followers fetch from
+	// (inter.broker.listener.name; "" = the first client listener).
+	InterBrokerListener string
+	// ControllerListener names the CONTROLLER listener and ControllerAddr
+	// is where it binds; it carries the controller's Kafka APIs and the
+	// quorum's Raft traffic on one port.
+	ControllerListener string
+	ControllerAddr     string
+	// Voters is controller.quorum.voters (id -> controller address); nil
+	// means this node alone.
 	Voters             map[int32]string
 	MaxRequestBytes    int32
 	ConnectionsMaxIdle time.Duration
@@ -53,6 +70,16 @@ type Options struct {
 	DefaultPartitions         int32
 	DefaultReplication        int16
 	Storage                   storage.ManagerConfig
+	// Cluster timing (broker.heartbeat.interval.ms, broker.session.timeout.ms,
+	// replica.lag.time.max.ms) and shutdown.
+	HeartbeatInterval         time.Duration
+	SessionTimeout            time.Duration
+	ReplicaLagMax             time.Duration
+	ControlledShutdown        bool
+	ControlledShutdownTimeout time.Duration
+	AutoLeaderRebalance       bool
+	LeaderImbalanceCheck      time.Duration
+	Replication               replication.Config
 	// Config is the parsed broker configuration: topic defaults and the
 	// DescribeConfigs listing come from it.
 	Config *config.Broker
@@ -70,7 +97,17 @@ type Broker struct {
 	logs     *storage.Manager
 	replicas *replica.Manager
 	meta     *metadata.Controller
-	srv      *server.Server
+	// clientSrv serves the client listeners, ctrlSrv the CONTROLLER one.
+	clientSrv *server.Server
+	ctrlSrv   *server.Server
+	ctrlMux   *mux.Mux
+	// ctrl reaches the active controller; lifecycle registers and
+	// heartbeats through it; ctrlSvc answers as a controller.
+	ctrl      *ctrlclient.Client
+	lifecycle *ctrlclient.Lifecycle
+	ctrlSvc   *controller.Service
+	fetchers  *replication.Manager
+	isr       *isrBatcher
 	// producerIDs hands out idempotent producer ids (InitProducerId).
 	producerIDs *txn.ProducerIDs
 	// groups is the consumer group coordinator (groups.go).
@@ -78,66 +115,111 @@ type Broker struct {
 
 	reconcileMu sync.Mutex
 	lastImage   *metadata.Image
+	retry       map[storage.TopicPartition]bool // partitions whose last reconciliation failed
 	unknownLogs map[storage.TopicPartition]bool // warned about once
 }
 
+// startTimeout bounds the start: a quorum to elect a controller, the
+// registration, catching up with the metadata.
+const startTimeout = 120 * time.Second
+
 // Run starts the broker and serves until ctx is cancelled, then shuts
-// down cleanly: listeners closed, checkpoints and the clean-shutdown
-// marker written, metadata store closed.
+// down cleanly: leaderships moved away (controlled shutdown), listeners
+// closed, checkpoints and the clean-shutdown marker written, metadata
+// store closed.
 func Run(ctx context.Context, opts Options) (err error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
-	b := &Broker{opts: opts, nodeID: opts.NodeID, log: logger, unknownLogs: map[storage.TopicPartition]bool{}}
+	if opts.ControllerListener == "" {
+		opts.ControllerListener = "CONTROLLER"
+	}
+	// Kafka's defaults for what the configuration left unset.
+	setDur := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	setDur(&opts.HeartbeatInterval, 2*time.Second)
+	setDur(&opts.SessionTimeout, 9*time.Second)
+	setDur(&opts.ReplicaLagMax, 30*time.Second)
+	setDur(&opts.LeaderImbalanceCheck, 300*time.Second)
+	if opts.InterBrokerListener == "" && len(opts.Listeners) > 0 {
+		opts.InterBrokerListener = opts.Listeners[0].Name
+	}
+	b := &Broker{opts: opts, nodeID: opts.NodeID, log: logger, retry: map[storage.TopicPartition]bool{},
+		unknownLogs: map[storage.TopicPartition]bool{}}
 	for _, dir := range opts.LogDirs {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create log dir: %w", err)
 		}
 	}
-
 	storedClusterID, err := readMetaProperties(opts.LogDirs, opts.NodeID)
 	if err != nil {
 		return err
 	}
 
-	var listeners []server.Listener
-	for _, l := range opts.Listeners {
-		listeners = append(listeners, server.Listener{Name: l.Name, Addr: l.Addr})
+	// The CONTROLLER port: Kafka's controller APIs and Raft share it.
+	ln, err := net.Listen("tcp", opts.ControllerAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s on %s: %w", opts.ControllerListener, opts.ControllerAddr, err)
 	}
-	b.srv, err = server.New(server.Config{
-		Listeners:                 listeners,
+	b.ctrlMux = mux.New(ln, opts.ConnectionsMaxIdle, logger.With("component", "mux"))
+	defer func() { err = errors.Join(err, b.ctrlMux.Close()) }()
+	ctrlAddr := ln.Addr().String()
+
+	srvCfg := server.Config{
 		MaxRequestBytes:           opts.MaxRequestBytes,
 		ConnectionsMaxIdle:        opts.ConnectionsMaxIdle,
 		QueuedMaxRequestBytes:     opts.QueuedMaxRequestBytes,
 		MaxNonProduceRequestBytes: opts.MaxNonProduceRequestBytes,
 		TransferTimeout:           opts.TransferTimeout,
 		TransferMinRate:           opts.TransferMinRate,
-		Limits:                    opts.ConnLimits,
 		APIs:                      apiVersions(),
-	}, b, logger.With("component", "server"))
+	}
+	ctrlCfg := srvCfg
+	ctrlCfg.Listeners = []server.Listener{{Name: opts.ControllerListener, Listener: b.ctrlMux.Kafka(), Unbudgeted: true}}
+	b.ctrlSrv, err = server.New(ctrlCfg, b, logger.With("component", "server", "listener", opts.ControllerListener))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	defer func() { err = errors.Join(err, b.srv.Close()) }()
+	defer func() { err = errors.Join(err, b.ctrlSrv.Close()) }()
+	clientCfg := srvCfg
+	clientCfg.Limits = opts.ConnLimits
+	for _, l := range opts.Listeners {
+		clientCfg.Listeners = append(clientCfg.Listeners, server.Listener{Name: l.Name, Addr: l.Addr})
+	}
+	b.clientSrv, err = server.New(clientCfg, b, logger.With("component", "server"))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer func() { err = errors.Join(err, b.clientSrv.Close()) }()
 
 	b.logs, err = storage.OpenManager(opts.Storage, logger.With("component", "storage"))
 	if err != nil {
 		return fmt.Errorf("open logs: %w", err)
 	}
 	defer func() { err = errors.Join(err, b.logs.Close()) }()
+	b.isr = newISRBatcher(b)
 	b.replicas = replica.NewManager(b.logs, opts.NodeID)
 	b.replicas.SetLogger(logger.With("component", "replica"))
+	b.replicas.SetISRChanger(b.isr, opts.ReplicaLagMax)
 	b.groups = b.newGroupCoordinator()
 	defer b.groups.Close()
 
+	voters := opts.Voters
+	if len(voters) == 0 {
+		voters = map[int32]string{opts.NodeID: ctrlAddr}
+	}
 	b.meta, err = metadata.Open(metadata.Config{
 		NodeID:                   opts.NodeID,
 		Dir:                      opts.metadataDir(),
-		RaftAddr:                 opts.ControllerAddr,
+		RaftAddr:                 ctrlAddr,
+		Stream:                   b.ctrlMux.Raft(),
 		Voters:                   opts.Voters,
 		ClusterID:                storedClusterID,
-		Logger:                   logger.With("component", "metadata"),
+		Logger:                   logger,
 		ValidateTopicName:        config.ValidateTopicName,
 		ValidateTopicConfig:      config.ValidateTopicConfig,
 		DefaultPartitions:        opts.DefaultPartitions,
@@ -146,20 +228,50 @@ func Run(ctx context.Context, opts Options) (err error) {
 			MaxBrokerPartitions: opts.Config.MaxBrokerPartitions,
 			MaxPartitions:       opts.Config.MaxPartitions,
 		},
+		UncleanLeaderElectionEnable: opts.Config.UncleanLeaderElectionEnable,
 	})
 	if err != nil {
 		return fmt.Errorf("open metadata: %w", err)
 	}
-	defer func() { err = errors.Join(err, b.meta.Close()) }()
-	b.producerIDs = txn.NewProducerIDs(b.meta, txn.DefaultBlockSize)
+	defer func() { err = errors.Join(err, b.closeMetadata()) }()
+	b.ctrlSvc = controller.New(controller.Config{
+		Voters:               voters,
+		SessionTimeout:       opts.SessionTimeout,
+		AutoLeaderRebalance:  opts.AutoLeaderRebalance,
+		LeaderImbalanceCheck: opts.LeaderImbalanceCheck,
+		ProducerIDBlock:      txn.DefaultBlockSize,
+		Logger:               logger.With("component", "controller"),
+	}, b.meta)
+	b.ctrl = ctrlclient.New(ctrlclient.Config{
+		NodeID: opts.NodeID,
+		Voters: voters,
+		Leader: func() (int32, bool) {
+			id, _, ok := b.meta.Leader()
+			return id, ok
+		},
+		Logger: logger.With("component", "ctrlclient"),
+	})
+	defer b.ctrl.Close()
+	b.producerIDs = txn.NewProducerIDs(producerIDSource{b}, txn.DefaultBlockSize)
+	b.fetchers = replication.New(opts.Replication, &replication.KgoDialer{Resolve: b.brokerAddr, LocalID: opts.NodeID}, logger)
+	defer b.fetchers.Close()
 
-	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	// The controller side serves from the start: the quorum elects its
+	// leader over Raft, and brokers (this one included) register with it.
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
+	var bgWG sync.WaitGroup
+	defer bgWG.Wait()
+	serveCtrl := make(chan error, 1)
+	go func() { serveCtrl <- b.ctrlSrv.Serve(bg) }()
+	defer func() { stopBG(); err = errors.Join(err, <-serveCtrl) }()
+	bgWG.Add(1)
+	go func() { defer bgWG.Done(); b.ctrlSvc.Run(bg) }()
+
+	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	if err := b.meta.WaitLeader(startCtx); err != nil {
-		return fmt.Errorf("wait for metadata leader: %w", err)
-	}
-	if err := b.register(startCtx); err != nil {
-		return err
+		return fmt.Errorf("wait for a metadata quorum leader: %w", err)
 	}
 	if cid := b.meta.Image().ClusterID(); storedClusterID != "" && cid != storedClusterID {
 		return fmt.Errorf("log dirs belong to cluster %s but the metadata store holds cluster %s", storedClusterID, cid)
@@ -167,25 +279,47 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := writeMetaProperties(opts.LogDirs, opts.NodeID, b.meta.Image().ClusterID()); err != nil {
 		return err
 	}
+	if err := b.register(startCtx); err != nil {
+		return err
+	}
+	bgWG.Add(2)
+	go func() { defer bgWG.Done(); b.lifecycle.Run(bg) }()
+	go func() { defer bgWG.Done(); b.isr.run(bg) }()
+
+	// Serve once this broker's own registration is in its image: from
+	// then on the image holds every partition it must host.
+	epoch := b.lifecycle.Epoch()
+	if !b.waitImage(startCtx, func(im *metadata.Image) bool { return int64(im.Index()) >= epoch }) {
+		return fmt.Errorf("catch up with the metadata log to index %d: %w", epoch, startCtx.Err())
+	}
+	// Caught up: say so now rather than at the next heartbeat.
+	b.lifecycle.Poke()
 	// Partitions that cannot be opened yet do not stop the broker: the
 	// others serve, and watchMetadata retries these.
 	b.reconcile()
+	if err := b.lifecycle.WaitUnfenced(startCtx); err != nil {
+		return fmt.Errorf("broker %d: %w", opts.NodeID, err)
+	}
 
-	runCtx, stop := context.WithCancel(ctx)
+	runCtx, stop := context.WithCancel(bg)
 	defer stop()
 	var wg sync.WaitGroup
-	wg.Add(4)
+	wg.Add(5)
 	go func() { defer wg.Done(); b.logs.Run(runCtx) }()
 	go func() { defer wg.Done(); b.watchMetadata(runCtx) }()
 	go func() { defer wg.Done(); b.expireProducers(runCtx) }()
 	go func() { defer wg.Done(); b.watchGroupPartitions(runCtx) }()
+	go func() { defer wg.Done(); b.shrinkISRs(runCtx) }()
 
+	serveClients := make(chan error, 1)
+	go func() { serveClients <- b.clientSrv.Serve(runCtx) }()
 	addrs := map[string]net.Addr{}
 	for _, l := range opts.Listeners {
-		addrs[l.Name] = b.srv.Addr(l.Name)
+		addrs[l.Name] = b.clientSrv.Addr(l.Name)
 	}
-	addrs["CONTROLLER"] = addrFromString(b.meta.RaftAddr())
-	attrs := []any{slog.Int("node.id", int(opts.NodeID)), slog.String("cluster.id", b.meta.Image().ClusterID())}
+	addrs[opts.ControllerListener] = ln.Addr()
+	attrs := []any{slog.Int("node.id", int(opts.NodeID)), slog.String("cluster.id", b.meta.Image().ClusterID()),
+		slog.Int64("broker.epoch", b.lifecycle.Epoch())}
 	for name, a := range addrs {
 		attrs = append(attrs, slog.String("listener."+name, a.String()))
 	}
@@ -194,11 +328,111 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if opts.Ready != nil {
 		opts.Ready(addrs)
 	}
-	serveErr := b.srv.Serve(runCtx)
-	stop()
-	wg.Wait()
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-serveClients:
+		serveClients = nil
+	}
 	logger.Info("weir shutting down")
+	b.controlledShutdown()
+	stop()
+	if serveClients != nil {
+		serveErr = <-serveClients
+	}
+	wg.Wait()
+	b.fetchers.Close()
 	return serveErr
+}
+
+// register registers this broker with the active controller, as a new
+// incarnation, and prepares its heartbeats.
+func (b *Broker) register(ctx context.Context) error {
+	var inc [16]byte
+	if _, err := rand.Read(inc[:]); err != nil {
+		return fmt.Errorf("incarnation id: %w", err)
+	}
+	inc[0] |= 1 // never zero
+	var listeners []kmsg.BrokerRegistrationRequestListener
+	ordered := append([]Listener(nil), b.opts.Listeners...)
+	// The inter-broker listener first: it is what Metadata advertises and
+	// followers fetch from.
+	for i, l := range ordered {
+		if l.Name == b.opts.InterBrokerListener {
+			ordered[0], ordered[i] = ordered[i], ordered[0]
+		}
+	}
+	for _, l := range ordered {
+		host, port := b.advertised(l)
+		rl := kmsg.NewBrokerRegistrationRequestListener()
+		rl.Name, rl.Host, rl.Port = l.Name, host, uint16(port)
+		listeners = append(listeners, rl)
+	}
+	b.lifecycle = ctrlclient.NewLifecycle(b.ctrl, ctrlclient.Registration{
+		ClusterID:     b.meta.Image().ClusterID(),
+		Incarnation:   inc,
+		Listeners:     listeners,
+		Rack:          b.opts.Rack,
+		PreviousEpoch: -1,
+	}, b.opts.HeartbeatInterval, func() int64 { return int64(b.meta.Image().Index()) }, b.log.With("component", "lifecycle"))
+	epoch, err := b.lifecycle.Register(ctx)
+	if err != nil {
+		return err
+	}
+	b.fetchers.SetBrokerEpoch(epoch)
+	return nil
+}
+
+// advertised is the host and port a listener is reached at.
+func (b *Broker) advertised(l Listener) (string, int) {
+	host, port := l.AdvertisedHost, l.AdvertisedPort
+	if host == "" {
+		host, _, _ = net.SplitHostPort(l.Addr)
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+	}
+	if port == 0 {
+		if a, ok := b.clientSrv.Addr(l.Name).(*net.TCPAddr); ok {
+			port = a.Port
+		}
+	}
+	return host, port
+}
+
+// controlledShutdown moves this broker's leaderships to other in-sync
+// replicas and takes it out of the ISRs before its logs close (Kafka's
+// controlled shutdown): clients and followers move on without waiting for
+// the session to expire, and nothing acknowledged is left on this broker
+// alone. Bounded by controlled.shutdown.timeout.ms.
+func (b *Broker) controlledShutdown() {
+	if !b.opts.ControlledShutdown || b.lifecycle == nil {
+		return
+	}
+	timeout := b.opts.ControlledShutdownTimeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	if err := b.lifecycle.ControlledShutdown(ctx); err != nil {
+		b.log.Warn("controlled shutdown incomplete; stopping anyway", slog.Any("err", err))
+		return
+	}
+	b.log.Info("controlled shutdown done", slog.Duration("took", time.Since(start).Round(time.Millisecond)))
+}
+
+// closeMetadata hands Raft leadership to another voter first, if this node
+// leads, so that the quorum does not wait an election timeout.
+func (b *Broker) closeMetadata() error {
+	if b.meta.IsLeader() && len(b.opts.Voters) > 1 {
+		if err := b.meta.TransferLeadership(5 * time.Second); err != nil {
+			b.log.Info("metadata leadership not handed over before stopping", slog.Any("err", err))
+		}
+	}
+	return b.meta.Close()
 }
 
 // metadataDir is where the Raft log, stable store and snapshots live:
@@ -209,37 +443,4 @@ func (o Options) metadataDir() string {
 		return filepath.Join(o.MetadataLogDir, "__raft")
 	}
 	return filepath.Join(o.LogDirs[0], "__raft")
-}
-
-// register records this broker and its advertised endpoint in the metadata.
-func (b *Broker) register(ctx context.Context) error {
-	first := b.opts.Listeners[0]
-	bound := b.srv.Addr(first.Name).(*net.TCPAddr)
-	host, port := first.AdvertisedHost, first.AdvertisedPort
-	if host == "" {
-		host, _, _ = net.SplitHostPort(first.Addr)
-		if host == "" || host == "0.0.0.0" || host == "::" {
-			host = "127.0.0.1"
-		}
-	}
-	if port == 0 {
-		port = bound.Port
-	}
-	br := metadata.Broker{ID: b.nodeID, Host: host, Port: int32(port), Rack: b.opts.Rack}
-	for _, l := range b.opts.Listeners {
-		a := b.srv.Addr(l.Name).(*net.TCPAddr)
-		br.Endpoints = append(br.Endpoints, metadata.Endpoint{Listener: l.Name, Host: host, Port: int32(a.Port), SecurityProtocol: "PLAINTEXT"})
-	}
-	if err := b.meta.RegisterBroker(ctx, br); err != nil {
-		return fmt.Errorf("register broker %d: %w", b.nodeID, err)
-	}
-	return nil
-}
-
-func addrFromString(s string) net.Addr {
-	a, err := net.ResolveTCPAddr("tcp", s)
-	if err != nil {
-		return nil
-	}
-	return a
 }

@@ -208,16 +208,23 @@ func (b *Broker) syncGroupPartitions() (pending bool) {
 }
 
 // ensureOffsetsTopic creates __consumer_offsets on first need, as Kafka
-// does: offsets.topic.num.partitions partitions, a replication factor of
-// offsets.topic.replication.factor capped at the registered brokers,
-// compacted, with offsets.topic.segment.bytes segments.
+// does: offsets.topic.num.partitions partitions, compacted, with
+// offsets.topic.segment.bytes segments, and a replication factor of
+// offsets.topic.replication.factor, capped at the size of the cluster as
+// configured (the quorum's voters, at least the brokers registered), so
+// that a single node needs no setting. Until that many brokers are live
+// the creation waits (COORDINATOR_NOT_AVAILABLE), as in Kafka: the topic
+// is created once, and a replication factor once chosen stays.
 func (b *Broker) ensureOffsetsTopic(ctx context.Context) (*metadata.Topic, error) {
 	img := b.meta.Image()
 	if t := img.TopicByName(offsetsTopic); t != nil {
 		return t, nil
 	}
 	cfg := b.opts.Config
-	rf := min(int(cfg.OffsetsTopicReplicationFactor), len(img.Brokers()))
+	rf := min(int(cfg.OffsetsTopicReplicationFactor), max(len(b.opts.Voters), len(img.Brokers()), 1))
+	if live := len(img.LiveBrokers()); live < rf {
+		return nil, fmt.Errorf("%w: %s needs %d live brokers (offsets.topic.replication.factor), %d are", kerr.CoordinatorNotAvailable, offsetsTopic, rf, live)
+	}
 	t, err := b.createTopic(ctx, metadata.CreateTopic{
 		Name:              offsetsTopic,
 		NumPartitions:     cfg.OffsetsTopicNumPartitions,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weir-project/weir/internal/controller"
 	"github.com/weir-project/weir/internal/server"
 )
 
@@ -44,6 +45,12 @@ var supported = map[int16][2]int16{
 	// KIP-848 (consumergroups.go).
 	kmsg.ConsumerGroupHeartbeat.Int16(): {0, 1},
 	kmsg.ConsumerGroupDescribe.Int16():  {0, 1},
+	// The controller's APIs, served on the CONTROLLER listener only
+	// (package controller).
+	kmsg.BrokerRegistration.Int16():  {0, 4},
+	kmsg.BrokerHeartbeat.Int16():     {0, 1},
+	kmsg.AlterPartition.Int16():      {0, 3},
+	kmsg.AllocateProducerIDs.Int16(): {0, 0},
 }
 
 // apiVersions is the table the server advertises in ApiVersions.
@@ -64,6 +71,16 @@ func apiVersions() map[int16][2]int16 {
 
 // Handle serves one request; it implements server.Handler.
 func (b *Broker) Handle(ctx context.Context, rc *server.RequestContext, req kmsg.Request) (kmsg.Response, error) {
+	onController := rc.Listener == b.opts.ControllerListener
+	switch {
+	case controller.Handles(req):
+		if !onController || b.ctrlSvc == nil {
+			return nil, fmt.Errorf("%s is served on the controller listener of a controller only", kmsg.NameForKey(req.Key()))
+		}
+		return b.ctrlSvc.Handle(ctx, req)
+	case isAdminWrite(req) && !onController && !b.meta.IsLeader():
+		return b.forwardAdmin(ctx, req)
+	}
 	switch r := req.(type) {
 	case *kmsg.ProduceRequest:
 		return b.handleProduce(ctx, rc, r)
@@ -76,7 +93,7 @@ func (b *Broker) Handle(ctx context.Context, rc *server.RequestContext, req kmsg
 	case *kmsg.OffsetForLeaderEpochRequest:
 		return b.handleOffsetForLeaderEpoch(ctx, r)
 	case *kmsg.CreateTopicsRequest:
-		return b.handleCreateTopics(ctx, r)
+		return b.handleCreateTopics(ctx, rc, r)
 	case *kmsg.DeleteTopicsRequest:
 		return b.handleDeleteTopics(ctx, r)
 	case *kmsg.DeleteRecordsRequest:

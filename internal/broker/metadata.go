@@ -58,7 +58,7 @@ func (b *Broker) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 	var answers []kmsg.MetadataResponseTopic
 	if all {
 		for _, name := range img.SortedTopicNames() {
-			answers = append(answers, topicMetadata(img.TopicByName(name), req.Version))
+			answers = append(answers, topicMetadata(img, img.TopicByName(name), req.Version))
 		}
 	} else {
 		idx, _ := distinct(req.Topics, metadataTopicKey)
@@ -67,7 +67,8 @@ func (b *Broker) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 		}
 	}
 
-	for _, br := range img.Brokers() {
+	// As Kafka: only live (unfenced) brokers are listed.
+	for _, br := range img.LiveBrokers() {
 		mb := kmsg.NewMetadataResponseBroker()
 		mb.NodeID, mb.Host, mb.Port = br.ID, br.Host, br.Port
 		if br.Rack != "" {
@@ -78,7 +79,7 @@ func (b *Broker) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 	}
 	cid := img.ClusterID()
 	resp.ClusterID = &cid
-	resp.ControllerID = b.nodeID
+	resp.ControllerID = b.clientControllerID(img)
 	resp.Topics = answers
 	return resp, nil
 }
@@ -95,7 +96,7 @@ func (b *Broker) requestedTopic(ctx context.Context, img **metadata.Image, rt km
 	if rt.Topic == nil {
 		// v10+ lookup by id.
 		if t := (*img).TopicByID(rt.TopicID); t != nil {
-			return topicMetadata(t, version)
+			return topicMetadata(*img, t, version)
 		}
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.TopicID = rt.TopicID
@@ -104,7 +105,7 @@ func (b *Broker) requestedTopic(ctx context.Context, img **metadata.Image, rt km
 	}
 	name := *rt.Topic
 	if t := (*img).TopicByName(name); t != nil {
-		return topicMetadata(t, version)
+		return topicMetadata(*img, t, version)
 	}
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = rt.Topic
@@ -135,7 +136,7 @@ func (b *Broker) requestedTopic(ctx context.Context, img **metadata.Image, rt km
 		// Created concurrently by another request.
 		*img = b.meta.Image()
 		if t := (*img).TopicByName(name); t != nil {
-			return topicMetadata(t, version)
+			return topicMetadata(*img, t, version)
 		}
 		mt.ErrorCode = kerr.LeaderNotAvailable.Code
 	case err != nil:
@@ -146,12 +147,12 @@ func (b *Broker) requestedTopic(ctx context.Context, img **metadata.Image, rt km
 		}
 	default:
 		*img = b.meta.Image()
-		return topicMetadata(t, version)
+		return topicMetadata(*img, t, version)
 	}
 	return mt
 }
 
-func topicMetadata(t *metadata.Topic, version int16) kmsg.MetadataResponseTopic {
+func topicMetadata(img *metadata.Image, t *metadata.Topic, version int16) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
@@ -162,11 +163,34 @@ func topicMetadata(t *metadata.Topic, version int16) kmsg.MetadataResponseTopic 
 		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
 		mp.Replicas = append([]int32(nil), p.Replicas...)
 		mp.ISR = append([]int32(nil), p.ISR...)
-		mp.OfflineReplicas = []int32{}
+		mp.OfflineReplicas = offlineReplicas(img, p.Replicas)
 		if p.Leader < 0 {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// offlineReplicas lists the replicas whose brokers are fenced or gone.
+func offlineReplicas(img *metadata.Image, replicas []int32) []int32 {
+	out := []int32{}
+	for _, id := range replicas {
+		if br, ok := img.Broker(id); !ok || br.Fenced {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// clientControllerID is the controller id clients are told: the active
+// controller when it is a live broker (admin clients then reach it
+// directly), else this broker, which forwards.
+func (b *Broker) clientControllerID(img *metadata.Image) int32 {
+	if id, _, ok := b.meta.Leader(); ok {
+		if br, ok := img.Broker(id); ok && !br.Fenced {
+			return id
+		}
+	}
+	return b.nodeID
 }

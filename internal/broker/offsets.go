@@ -146,7 +146,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, req *kmsg.Offse
 				} else if err := p.CheckLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {
 					sp.ErrorCode = errorCode(err)
 				} else {
-					sp.LeaderEpoch, sp.EndOffset = p.Log().LeaderEpochs().EndOffsetFor(rp.LeaderEpoch, p.Log().LogEndOffset())
+					sp.LeaderEpoch, sp.EndOffset = p.EndOffsetForEpoch(rp.LeaderEpoch)
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)

@@ -91,28 +91,67 @@ func compareTP(a, c storage.TopicPartition) int {
 
 func tpName(tp storage.TopicPartition) string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
 
-// reconcile opens (or updates) a replica for every partition assigned to
-// this broker and deletes the logs of partitions that went away. The
-// partitions of a pending topic are kept but not opened here: its creator
-// opens them (openLocal), and a pending topic found any other way (after a
-// crash) is about to be aborted. It returns the partitions it could not
-// open or delete; the image counts as applied only when there are none.
+// reconcile brings the local replicas in line with the metadata image:
+// it opens (or updates) a replica for every partition assigned to this
+// broker, starts or stops following each one's leader as its role says,
+// and deletes the logs of partitions that went away. Only what changed
+// since the last image is looked at (metadata.DiffTopics), plus the
+// partitions whose last attempt failed. The partitions of a pending topic
+// are kept but not opened here: its creator opens them (openLocal), and a
+// pending topic found any other way (after a crash) is about to be
+// aborted. It returns the partitions it could not open or delete.
 func (b *Broker) reconcile() map[storage.TopicPartition]error {
 	b.reconcileMu.Lock()
 	defer b.reconcileMu.Unlock()
 	img := b.meta.Image()
-	if img == b.lastImage {
+	if img == b.lastImage && len(b.retry) == 0 {
 		return nil
 	}
 	failed := map[storage.TopicPartition]error{}
-	want := map[storage.TopicPartition]bool{}
-	for _, t := range img.TopicsWithPending() {
+	var examine, removed []*metadata.Topic
+	if b.lastImage == nil {
+		examine = img.TopicsWithPending()
+	} else {
+		d := metadata.DiffTopics(b.lastImage, img)
+		examine, removed = append(d.Added, d.Changed...), d.Removed
+		seen := map[string]bool{}
+		for _, t := range examine {
+			seen[t.Name] = true
+		}
+		for tp := range b.retry {
+			if t := img.TopicByNameWithPending(tp.Topic); t != nil && !seen[t.Name] {
+				examine, seen[t.Name] = append(examine, t), true
+			} else if t == nil {
+				// Its topic is gone: remove what is left of it.
+				if err := b.removeLocal(tp); err != nil {
+					failed[tp] = err
+				}
+			}
+		}
+	}
+	for _, t := range removed {
 		for _, p := range t.Partitions {
+			tp := storage.TopicPartition{Topic: t.Name, Partition: p.Partition}
+			if id, ok := b.replicas.StoredTopicID(tp); !ok || id != t.ID {
+				continue // not ours, or already a newer incarnation's
+			}
+			if err := b.removeLocal(tp); err != nil {
+				failed[tp] = err
+			}
+		}
+	}
+	for _, t := range examine {
+		for _, p := range t.Partitions {
+			tp := storage.TopicPartition{Topic: t.Name, Partition: p.Partition}
 			if !slices.Contains(p.Replicas, b.nodeID) {
+				if b.replicas.Get(tp) != nil {
+					// Moved away (reassignment): stop and delete.
+					if err := b.removeLocal(tp); err != nil {
+						failed[tp] = err
+					}
+				}
 				continue
 			}
-			tp := storage.TopicPartition{Topic: t.Name, Partition: p.Partition}
-			want[tp] = true
 			if t.Pending {
 				continue
 			}
@@ -121,8 +160,23 @@ func (b *Broker) reconcile() map[storage.TopicPartition]error {
 			}
 		}
 	}
+	if b.lastImage == nil {
+		b.sweepUnknownLogs(img, failed)
+	}
+	b.lastImage = img
+	b.retry = map[storage.TopicPartition]bool{}
+	for tp := range failed {
+		b.retry[tp] = true
+	}
+	return failed
+}
+
+// sweepUnknownLogs, at start, deletes the logs of partitions the metadata
+// no longer assigns here (deleted or moved while this broker was down).
+func (b *Broker) sweepUnknownLogs(img *metadata.Image, failed map[storage.TopicPartition]error) {
 	for _, tp := range b.logs.Partitions() {
-		if want[tp] {
+		if t := img.TopicByNameWithPending(tp.Topic); t != nil && int(tp.Partition) < len(t.Partitions) &&
+			slices.Contains(t.Partitions[tp.Partition].Replicas, b.nodeID) {
 			continue
 		}
 		if _, ok := b.replicas.StoredTopicID(tp); !ok {
@@ -134,15 +188,20 @@ func (b *Broker) reconcile() map[storage.TopicPartition]error {
 			}
 			continue
 		}
-		b.log.Info("deleting partition", slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition)))
-		if err := b.replicas.Remove(tp); err != nil {
+		if err := b.removeLocal(tp); err != nil {
 			failed[tp] = err
 		}
 	}
-	if len(failed) == 0 {
-		b.lastImage = img
+}
+
+// removeLocal stops following tp and deletes its local replica.
+func (b *Broker) removeLocal(tp storage.TopicPartition) error {
+	b.fetchers.Unfollow(tp)
+	if b.replicas.Get(tp) == nil && b.logs.Get(tp) == nil {
+		return nil
 	}
-	return failed
+	b.log.Info("deleting partition", slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition)))
+	return b.replicas.Remove(tp)
 }
 
 // createTopic creates a topic through the controller, atomically: the
@@ -151,6 +210,10 @@ func (b *Broker) reconcile() map[storage.TopicPartition]error {
 // is either created and ready or not created at all. The caller can then
 // answer with a ready leader.
 func (b *Broker) createTopic(ctx context.Context, r metadata.CreateTopic) (*metadata.Topic, error) {
+	if !b.meta.IsLeader() {
+		// Auto-creation on a broker that is not the controller.
+		return b.createTopicRemote(ctx, r)
+	}
 	if r.ValidateOnly {
 		return b.meta.CreateTopic(ctx, r)
 	}
@@ -164,10 +227,12 @@ func (b *Broker) createTopic(ctx context.Context, r metadata.CreateTopic) (*meta
 	return t, err
 }
 
-// ensureReplica opens or updates the local replica of partition p of t.
+// ensureReplica opens or updates the local replica of partition p of t
+// and follows its leader when this broker is a follower.
 func (b *Broker) ensureReplica(t *metadata.Topic, p metadata.Partition) error {
 	cfg, minISR := b.logConfig(t)
-	_, _, err := b.replicas.Ensure(storage.TopicPartition{Topic: t.Name, Partition: p.Partition}, cfg, replica.State{
+	tp := storage.TopicPartition{Topic: t.Name, Partition: p.Partition}
+	rp, tr, err := b.replicas.Ensure(tp, cfg, replica.State{
 		LeaderID:       p.Leader,
 		LeaderEpoch:    p.LeaderEpoch,
 		PartitionEpoch: p.PartitionEpoch,
@@ -176,7 +241,24 @@ func (b *Broker) ensureReplica(t *metadata.Topic, p metadata.Partition) error {
 		MinISR:         minISR,
 		TopicID:        t.ID,
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	switch {
+	case p.Leader == b.nodeID:
+		if tr == replica.BecameLeader {
+			b.fetchers.Unfollow(tp)
+			b.log.Info("leading partition", slog.String("topic", t.Name), slog.Int("partition", int(p.Partition)),
+				slog.Int("leader.epoch", int(p.LeaderEpoch)), slog.Any("isr", p.ISR))
+		}
+	case p.Leader >= 0:
+		// Idempotent for an unchanged leader and epoch; restarts a
+		// fetcher that stopped.
+		b.fetchers.Follow(rp, t.ID, p.Leader, p.LeaderEpoch)
+	default:
+		b.fetchers.Unfollow(tp)
+	}
+	return nil
 }
 
 // openLocal opens the local replicas of the pending topic t and reports

@@ -48,6 +48,7 @@ type Lifecycle struct {
 	status       Status
 	wantShutdown bool
 	changed      chan struct{} // closed and replaced on every status change
+	poke         chan struct{} // a heartbeat is wanted now
 }
 
 // NewLifecycle prepares the lifecycle; Register, then Run.
@@ -56,7 +57,7 @@ func NewLifecycle(c *Client, reg Registration, interval time.Duration, offset fu
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Lifecycle{c: c, reg: reg, interval: interval, offset: offset, log: logger,
-		status: Status{Epoch: -1, Fenced: true}, changed: make(chan struct{})}
+		status: Status{Epoch: -1, Fenced: true}, changed: make(chan struct{}), poke: make(chan struct{}, 1)}
 }
 
 // Status returns the latest status.
@@ -110,7 +111,10 @@ func (l *Lifecycle) Register(ctx context.Context) (int64, error) {
 		}
 		r := resp.(*kmsg.BrokerRegistrationResponse)
 		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-			if !kerr.IsRetriable(err) && !errors.Is(err, kerr.RequestTimedOut) {
+			// DUPLICATE_BROKER_REGISTRATION: this broker's previous
+			// process (killed, not stopped) still has a live session;
+			// it expires within broker.session.timeout.ms.
+			if !kerr.IsRetriable(err) && !errors.Is(err, kerr.RequestTimedOut) && !errors.Is(err, kerr.DuplicateBrokerRegistration) {
 				return -1, fmt.Errorf("register broker %d: %w", req.BrokerID, err)
 			}
 			l.log.Warn("broker registration refused; retrying", "err", err)
@@ -139,7 +143,17 @@ func (l *Lifecycle) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-l.poke:
 		}
+	}
+}
+
+// Poke asks Run for a heartbeat now (the broker caught up with the
+// metadata and need not wait a whole interval to be unfenced).
+func (l *Lifecycle) Poke() {
+	select {
+	case l.poke <- struct{}{}:
+	default:
 	}
 }
 

@@ -58,6 +58,14 @@ func (h *slogHCLog) Log(level hclog.Level, msg string, args ...interface{}) {
 			return
 		}
 	}
+	if level >= hclog.Warn && isPeerRetry(msg) {
+		// Repeated at every backoff while a peer is down: the controller
+		// says once, in its own words, that the broker was fenced.
+		level = hclog.Debug
+		if !h.enabled(level) {
+			return
+		}
+	}
 	all := make([]any, 0, len(args)+len(h.args)+2)
 	if h.name != "" {
 		all = append(all, "component", h.name)
@@ -118,6 +126,15 @@ func (h *slogHCLog) StandardWriter(opts *hclog.StandardLoggerOptions) io.Writer 
 // isExpectedElection recognises raft's warning when a node that has never
 // heard of a leader starts an election: that is how every start begins, not
 // a problem worth a warning.
+// isPeerRetry names raft's messages about an unreachable peer.
+func isPeerRetry(msg string) bool {
+	switch msg {
+	case "failed to heartbeat to", "failed to appendEntries to", "failed to contact":
+		return true
+	}
+	return false
+}
+
 func isExpectedElection(msg string, args []any) bool {
 	if msg != "heartbeat timeout reached, starting election" {
 		return false

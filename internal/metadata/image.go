@@ -155,6 +155,9 @@ func (im *Image) BrokerIDs() []int32 {
 // result is read-only.
 func (im *Image) TopicByName(name string) *Topic { return visible(im.topics[name]) }
 
+// TopicByNameWithPending returns the topic, pending or not, or nil.
+func (im *Image) TopicByNameWithPending(name string) *Topic { return im.topics[name] }
+
 // TopicByID returns the topic or nil (also while it is pending). The result
 // is read-only.
 func (im *Image) TopicByID(id [16]byte) *Topic { return visible(im.topicsByID[id]) }

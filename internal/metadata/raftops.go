@@ -197,3 +197,15 @@ func (c *Controller) propose(ctx context.Context, t cmdType, payload any) (apply
 	}
 	return res, res.err
 }
+
+// TransferLeadership hands Raft leadership to another voter and waits up
+// to timeout for it: a controller stopping on purpose spares the quorum
+// an election timeout.
+func (c *Controller) TransferLeadership(timeout time.Duration) error {
+	if err := c.checkLeader(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return c.waitFuture(ctx, c.raft.LeadershipTransfer())
+}

@@ -1,0 +1,360 @@
+// Package localcluster runs a cluster of weir processes on this machine:
+// one data directory and two loopback ports (client and controller) per
+// node, every node a broker and a controller. It is the machinery behind
+// `weir cluster up` and `weir verify`: start, stop cleanly, and the faults
+// a checker needs (kill -9, SIGSTOP/SIGCONT, restart).
+package localcluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Config describes a local cluster.
+type Config struct {
+	Nodes int
+	// Dir holds node-<id>/ data directories (created if missing).
+	Dir string
+	// Host is the address every listener binds and advertises
+	// (default 127.0.0.1).
+	Host string
+	// BasePort: node i's client listener is BasePort+i-1 and its
+	// controller listener BasePort+100+i-1. 0 picks free ports.
+	BasePort int
+	// Binary is the weir executable (default: this process's own).
+	Binary string
+	// Overrides are passed to every node (key=value).
+	Overrides []string
+	// Output receives every node's log lines, prefixed "[node N] ";
+	// nil discards them.
+	Output io.Writer
+	Logger *slog.Logger
+}
+
+// Node is one weir process of the cluster.
+type Node struct {
+	ID         int32
+	Dir        string
+	ClientAddr string
+	CtrlAddr   string
+
+	c       *Cluster
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	started chan struct{}
+	paused  bool
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	cfg   Config
+	Nodes []*Node
+	outMu sync.Mutex
+}
+
+// New lays out the cluster (dirs and ports) without starting anything.
+func New(cfg Config) (*Cluster, error) {
+	if cfg.Nodes < 1 {
+		return nil, fmt.Errorf("local cluster: at least one node, not %d", cfg.Nodes)
+	}
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("local cluster: find the weir binary: %w", err)
+		}
+		cfg.Binary = exe
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ports, err := choosePorts(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg}
+	for i := 0; i < cfg.Nodes; i++ {
+		id := int32(i + 1)
+		dir := filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", id))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("local cluster: %w", err)
+		}
+		c.Nodes = append(c.Nodes, &Node{
+			ID:         id,
+			Dir:        dir,
+			ClientAddr: net.JoinHostPort(cfg.Host, strconv.Itoa(ports[2*i])),
+			CtrlAddr:   net.JoinHostPort(cfg.Host, strconv.Itoa(ports[2*i+1])),
+			c:          c,
+		})
+	}
+	return c, nil
+}
+
+// choosePorts returns client and controller ports, node by node.
+func choosePorts(cfg Config) ([]int, error) {
+	out := make([]int, 0, 2*cfg.Nodes)
+	if cfg.BasePort > 0 {
+		for i := 0; i < cfg.Nodes; i++ {
+			out = append(out, cfg.BasePort+i, cfg.BasePort+100+i)
+		}
+		return out, nil
+	}
+	// Free ports from the kernel, held until all are chosen so none is
+	// handed out twice.
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for range 2 * cfg.Nodes {
+		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("local cluster: pick a port: %w", err)
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// Bootstrap is every node's client address, comma-separated.
+func (c *Cluster) Bootstrap() string {
+	var out []string
+	for _, n := range c.Nodes {
+		out = append(out, n.ClientAddr)
+	}
+	return strings.Join(out, ",")
+}
+
+// voters is controller.quorum.voters for the cluster.
+func (c *Cluster) voters() string {
+	var out []string
+	for _, n := range c.Nodes {
+		out = append(out, fmt.Sprintf("%d@%s", n.ID, n.CtrlAddr))
+	}
+	return strings.Join(out, ",")
+}
+
+// Start launches every node and waits until each one serves or ctx ends.
+func (c *Cluster) Start(ctx context.Context) error {
+	for _, n := range c.Nodes {
+		if err := n.launch(); err != nil {
+			c.Kill()
+			return err
+		}
+	}
+	for _, n := range c.Nodes {
+		if err := n.WaitStarted(ctx); err != nil {
+			c.Kill()
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop sends SIGTERM to every node (a clean, controlled shutdown) and
+// waits up to timeout for each, then kills what is left.
+func (c *Cluster) Stop(timeout time.Duration) {
+	var wg sync.WaitGroup
+	for _, n := range c.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.Stop(timeout)
+		}()
+	}
+	wg.Wait()
+}
+
+// Kill sends SIGKILL to every node and waits.
+func (c *Cluster) Kill() {
+	for _, n := range c.Nodes {
+		n.Kill()
+	}
+}
+
+// Node returns node id.
+func (c *Cluster) Node(id int32) *Node { return c.Nodes[id-1] }
+
+// args is the serve command line of a node.
+func (n *Node) args() []string {
+	args := []string{"serve",
+		"--override", "node.id=" + strconv.Itoa(int(n.ID)),
+		"--override", "process.roles=broker,controller",
+		"--override", "log.dirs=" + n.Dir,
+		"--override", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.ClientAddr, n.CtrlAddr),
+		"--override", "controller.quorum.voters=" + n.c.voters(),
+	}
+	for _, o := range n.c.cfg.Overrides {
+		args = append(args, "--override", o)
+	}
+	return args
+}
+
+// launch starts the process.
+func (n *Node) launch() error {
+	cmd := exec.Command(n.c.cfg.Binary, n.args()...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return fmt.Errorf("node %d: %w", n.ID, err)
+	}
+	cmd.Stdout = io.Discard
+	// Its own process group: a terminal's Ctrl-C reaches the parent only,
+	// which then stops the nodes in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start node %d: %w", n.ID, err)
+	}
+	done, started := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		once := false
+		for sc.Scan() {
+			line := sc.Text()
+			if !once && strings.Contains(line, "weir started") {
+				close(started)
+				once = true
+			}
+			n.c.emit(n.ID, line)
+		}
+		cmd.Wait()
+	}()
+	n.mu.Lock()
+	n.cmd, n.done, n.started, n.paused = cmd, done, started, false
+	n.mu.Unlock()
+	return nil
+}
+
+func (c *Cluster) emit(id int32, line string) {
+	if c.cfg.Output == nil {
+		return
+	}
+	c.outMu.Lock()
+	defer c.outMu.Unlock()
+	fmt.Fprintf(c.cfg.Output, "[node %d] %s\n", id, line)
+}
+
+// WaitStarted waits until the node logs that it serves.
+func (n *Node) WaitStarted(ctx context.Context) error {
+	n.mu.Lock()
+	done, started := n.done, n.started
+	n.mu.Unlock()
+	select {
+	case <-started:
+		return nil
+	case <-done:
+		return fmt.Errorf("node %d exited before it started (see its log)", n.ID)
+	case <-ctx.Done():
+		return fmt.Errorf("node %d did not start: %w", n.ID, ctx.Err())
+	}
+}
+
+// Running reports whether the process is alive.
+func (n *Node) Running() bool {
+	n.mu.Lock()
+	done := n.done
+	n.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+// PID is the process id (0 if not started).
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// signal sends sig and, if wait, waits up to timeout for the exit (then
+// SIGKILL).
+func (n *Node) signal(sig syscall.Signal, wait bool, timeout time.Duration) {
+	n.mu.Lock()
+	cmd, done, paused := n.cmd, n.done, n.paused
+	n.mu.Unlock()
+	if cmd == nil || !n.Running() {
+		return
+	}
+	if paused && sig == syscall.SIGTERM {
+		// A stopped process cannot handle SIGTERM until continued.
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+	}
+	_ = cmd.Process.Signal(sig)
+	if !wait {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Stop shuts the node down cleanly (SIGTERM), killing it after timeout.
+func (n *Node) Stop(timeout time.Duration) { n.signal(syscall.SIGTERM, true, timeout) }
+
+// Kill sends SIGKILL and waits for the exit.
+func (n *Node) Kill() { n.signal(syscall.SIGKILL, true, time.Minute) }
+
+// Pause stops the process (SIGSTOP).
+func (n *Node) Pause() error {
+	if !n.Running() {
+		return errors.New("not running")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.paused = true
+	return n.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// Resume continues a paused process (SIGCONT).
+func (n *Node) Resume() error {
+	if !n.Running() {
+		return errors.New("not running")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.paused = false
+	return n.cmd.Process.Signal(syscall.SIGCONT)
+}
+
+// Restart starts a stopped node again on the same ports and data dir and
+// waits until it serves.
+func (n *Node) Restart(ctx context.Context) error {
+	if n.Running() {
+		return fmt.Errorf("node %d is still running", n.ID)
+	}
+	if err := n.launch(); err != nil {
+		return err
+	}
+	return n.WaitStarted(ctx)
+}
