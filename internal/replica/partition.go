@@ -14,6 +14,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -49,6 +50,7 @@ type Partition struct {
 	isr    ISRChanger
 	lagMax time.Duration
 	now    func() time.Time
+	logger *slog.Logger
 
 	// appendMu serialises appends, truncations and role changes, so that
 	// mu, which readers take, is never held across disk I/O.
@@ -93,6 +95,7 @@ func New(tp storage.TopicPartition, log *storage.Log, localID int32) *Partition 
 		localID:   localID,
 		lagMax:    DefaultLagMax,
 		now:       time.Now,
+		logger:    slog.New(slog.DiscardHandler),
 		st:        State{LeaderID: -1, LeaderEpoch: -1, MinISR: 1},
 		followers: map[int32]*follower{},
 		watchers:  map[*Waiter]Event{},
@@ -159,9 +162,13 @@ func (p *Partition) Update(s State) (Transition, error) {
 	leo := p.log.LogEndOffset()
 	if tr == BecameLeader {
 		// Disk I/O (an fsync of leader-epoch-checkpoint) under appendMu
-		// only: no append can slip in between, readers go on.
+		// only: no append can slip in between, readers go on. If the
+		// write fails (a full disk) the replica leads all the same and
+		// serves reads: the cache keeps the entry and the log writes it
+		// again before the epoch's first record (Log.Append).
 		if err := p.log.LeaderEpochs().Assign(s.LeaderEpoch, leo); err != nil {
-			return Unchanged, fmt.Errorf("partition %s-%d: record leader epoch %d: %w", p.tp.Topic, p.tp.Partition, s.LeaderEpoch, err)
+			p.logger.Warn("leader epoch not persisted yet; it will be before the epoch's first append",
+				"leader_epoch", s.LeaderEpoch, "start_offset", leo, "err", err)
 		}
 	}
 

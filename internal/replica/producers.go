@@ -34,6 +34,7 @@ func Open(tp storage.TopicPartition, log *storage.Log, localID int32, logger *sl
 	}
 	p := New(tp, log, localID)
 	p.producers = ps
+	p.logger = logger
 	return p, nil
 }
 

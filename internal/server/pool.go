@@ -18,7 +18,8 @@ import (
 // frame holds memory while it waits for more, several partial frames could
 // each wait for the others forever; so, as Kafka's SimpleMemoryPool lets
 // one allocation overshoot, one reservation at a time (the overdraft) may
-// go past the budget until its request is read and decoded. What the pool
+// go past the budget until its request is read and decoded, and only
+// while the pool is within the budget when it asks. What the pool
 // tracks thus stays below the budget plus one request (at most
 // socket.request.max.bytes and its decoding, see decodeLimit), and one
 // request always gets through, however small the budget.
@@ -95,7 +96,14 @@ func (r *reservation) grow(ctx context.Context, n int64) (time.Duration, error) 
 	for {
 		p.mu.Lock()
 		fits := p.budget <= 0 || p.used+n <= p.budget
-		if fits || p.overdraft == nil || p.overdraft == r {
+		// The overdraft is handed out only while the pool is within its
+		// budget: what fits never takes the pool past it, so beyond the
+		// budget there is at most the one overdraft holder's request.
+		// Handing it out whenever it was free let the pool grow by one
+		// request per holder that had finished reading but not yet been
+		// answered. The holder of the overdraft always grows, so some
+		// partial frame can always finish: no deadlock.
+		if fits || p.overdraft == r || (p.overdraft == nil && p.used <= p.budget) {
 			if !fits {
 				p.overdraft = r
 			}

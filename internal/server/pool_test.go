@@ -58,11 +58,13 @@ func TestPoolWaitsWhenFullAndWakesOnRelease(t *testing.T) {
 	// b may keep growing past the budget: its request must complete.
 	granted(t, growAsync(b, 30), "b grows in overdraft")
 	b.settle()
-	// The overdraft is free again: c takes it.
-	granted(t, done, "c after b settled")
+	// The overdraft is free again, but the pool is past its budget (150
+	// of 100): c waits until b's request is answered.
+	blocked(t, done, "c while b's settled request is still held")
+	b.release()
+	granted(t, done, "c after b released")
 	c.settle()
 	a.release()
-	b.release()
 	c.release()
 	if got := p.inUse(); got != 0 {
 		t.Fatalf("in use %d after every release, want 0", got)
@@ -117,22 +119,27 @@ func TestPoolUnboundedAndForced(t *testing.T) {
 		t.Fatalf("in use %d after release", got)
 	}
 
-	// A forced charge never waits, even over budget, and a release by
-	// unforce wakes readers.
+	// A forced charge never waits, even over budget; while it keeps the
+	// pool past its budget no reader gets the overdraft, and a release by
+	// unforce wakes them.
 	q := newMemPool(20)
 	q.force(50)
 	w := q.reserve()
-	granted(t, growAsync(w, 5), "w overdraws") // nobody holds the overdraft
-	w.settle()
+	done := growAsync(w, 5)
+	blocked(t, done, "w while a forced charge keeps the pool past its budget")
+	q.unforce(50)
+	granted(t, done, "w after the forced charge is returned")
 	x := q.reserve()
-	done := growAsync(x, 5)
-	// x does not fit (55 + 5 > 20) but the overdraft is free: granted.
+	done = growAsync(x, 30)
+	// x does not fit (5 + 30 > 20), the pool is within budget and the
+	// overdraft is free: granted.
 	granted(t, done, "x overdraws")
 	y := q.reserve()
 	done = growAsync(y, 1)
 	blocked(t, done, "y while x holds the overdraft")
-	q.unforce(50)
-	granted(t, done, "y after the forced charge is returned")
+	x.settle()
+	x.release()
+	granted(t, done, "y after x is answered")
 }
 
 // Many readers growing, settling and releasing at random never push the

@@ -107,11 +107,14 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 	if cfg.LogAppendTime {
 		info.LogAppendTime = nowMs
 	}
+	// The epoch's start must be durable before any record of the epoch
+	// is written (a no-op but for the first append of an epoch, or a
+	// write that failed before): followers truncate by this history.
+	if err := l.epochs.Assign(leaderEpoch, first); err != nil {
+		return AppendInfo{}, fmt.Errorf("append to %s: %w: %w", l.dir, ErrStorage, err)
+	}
 	if err := l.appendLocked(records, refs, cfg, now); err != nil {
 		return AppendInfo{}, err
-	}
-	if err := l.epochs.Assign(leaderEpoch, first); err != nil {
-		l.logger.Warn("persisting leader epoch", "epoch", leaderEpoch, "offset", first, "err", err)
 	}
 	info.LogStartOffset = l.logStart.Load()
 	return info, l.afterAppendLocked(info.NumRecords, cfg, now)
