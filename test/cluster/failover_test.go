@@ -1,0 +1,149 @@
+package cluster
+
+import (
+	"bufio"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weir-project/weir/test/harness"
+)
+
+const streamRecords = 4000
+
+// survivors are the client addresses of every node but the given ones.
+func survivors(c *harness.Cluster, except ...*harness.Broker) []string {
+	var out []string
+	for _, b := range c.Nodes {
+		if !slices.Contains(except, b) {
+			out = append(out, b.Addr)
+		}
+	}
+	return out
+}
+
+// waitSameLogs waits until the replicas on every node hold the same
+// batches (the followers fetch the last ones a moment after the leader
+// wrote them), then returns them.
+func waitSameLogs(t *testing.T, c *harness.Cluster, topic string, partition int32) []harness.StoredBatch {
+	t.Helper()
+	var ref []harness.StoredBatch
+	harness.WaitFor(t, 2*time.Minute, "every replica's log to hold the same batches", func() bool {
+		ref = harness.StoredBatches(t, c.Nodes[0].Dir, topic, partition)
+		for _, b := range c.Nodes[1:] {
+			if !slices.Equal(harness.StoredBatches(t, b.Dir, topic, partition), ref) {
+				return false
+			}
+		}
+		return true
+	})
+	return ref
+}
+
+// TestKillLeaderDuringAcksAllStream: RF 3, min.insync.replicas 2, an
+// idempotent acks=all stream through franz-go; the partition's leader is
+// killed -9 mid-stream. Produce resumes on the new leader within seconds,
+// and every acknowledged record is read back exactly once, in order;
+// once the old leader is back, all three logs hold identical batches.
+func TestKillLeaderDuringAcksAllStream(t *testing.T) {
+	c := harness.StartCluster(t, 3)
+	const topic = "kill-leader"
+	createTopic(t, c, topic, 1, 3, minISR2())
+	acks := newAckLog()
+	done, flush := franzProducer(t, c, topic, streamRecords, time.Millisecond, acks)
+
+	acks.waitAcks(t, streamRecords/4, 2*time.Minute, "acks before the kill")
+	leader := c.Leader(topic, 0, opTimeout)
+	atKill := acks.count()
+	killed := time.Now()
+	leader.Kill()
+	acks.waitAcks(t, atKill+1, 2*time.Minute, "the first acknowledgement after the leader's kill")
+	t.Logf("leader %s killed with %d records acknowledged; first acknowledgement after it %v later",
+		leader.Addr, atKill, time.Since(killed).Round(10*time.Millisecond))
+	<-done
+	flush()
+	if len(acks.failed) > 0 {
+		t.Fatalf("%d records failed, first: %s", len(acks.failed), acks.failed[0])
+	}
+	if n := checkExactlyOnce(t, c, survivors(c, leader), topic, acks); n != streamRecords {
+		t.Fatalf("%d records stored, want %d", n, streamRecords)
+	}
+
+	leader.Restart()
+	c.WaitFullISR(topic, 0, 2*time.Minute)
+	batches := waitSameLogs(t, c, topic, 0)
+	if last := batches[len(batches)-1].LastOffset; last != streamRecords-1 {
+		t.Fatalf("the logs end at offset %d, want %d", last, streamRecords-1)
+	}
+}
+
+// TestKillLeaderDuringLibrdkafkaStream does the same with librdkafka's
+// idempotent producer (confluent-kafka-python, enable.idempotence=true).
+func TestKillLeaderDuringLibrdkafkaStream(t *testing.T) {
+	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
+		t.Skipf("%s cannot import confluent_kafka (scripts/install-test-deps.sh installs python3-confluent-kafka): %v", python, err)
+	}
+	c := harness.StartCluster(t, 3)
+	const topic = "kill-leader-rdkafka"
+	createTopic(t, c, topic, 1, 3, minISR2())
+	acks := newAckLog()
+	cmd := exec.Command(python, "../idempotence/testdata/idem_producer.py",
+		strings.Join(c.Bootstrap(), ","), topic, strconv.Itoa(streamRecords), "1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	exited := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) == 3 && f[0] == "ack" {
+				off, err := strconv.ParseInt(f[1], 10, 64)
+				if err != nil {
+					acks.fail(sc.Text())
+					continue
+				}
+				acks.ack(f[2], off)
+				continue
+			}
+			acks.fail(sc.Text())
+		}
+		exited <- cmd.Wait()
+	}()
+
+	acks.waitAcks(t, streamRecords/4, 2*time.Minute, "acks before the kill")
+	leader := c.Leader(topic, 0, opTimeout)
+	atKill := acks.count()
+	killed := time.Now()
+	leader.Kill()
+	acks.waitAcks(t, atKill+1, 2*time.Minute, "the first acknowledgement after the leader's kill")
+	t.Logf("leader %s killed with %d records acknowledged; first acknowledgement after it %v later",
+		leader.Addr, atKill, time.Since(killed).Round(10*time.Millisecond))
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("producer failed: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(4 * time.Minute):
+		t.Fatalf("producer did not finish; %d acknowledged\n%s", acks.count(), stderr.String())
+	}
+	if len(acks.failed) > 0 {
+		t.Fatalf("%d producer problems, first: %s", len(acks.failed), acks.failed[0])
+	}
+	if n := acks.count(); n != streamRecords {
+		t.Fatalf("%d of %d records acknowledged", n, streamRecords)
+	}
+	if n := checkExactlyOnce(t, c, survivors(c, leader), topic, acks); n != streamRecords {
+		t.Fatalf("%d records stored, want %d", n, streamRecords)
+	}
+}
