@@ -32,7 +32,7 @@ type InmemNetwork struct {
 	// dials counts successful dials per broker, clients open ones,
 	// fetches the Fetch requests received.
 	dials, clients, fetches map[int32]int
-	polls          map[*inmemPoll]struct{}
+	polls                   map[*inmemPoll]struct{}
 }
 
 type inmemBroker struct {
