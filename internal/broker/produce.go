@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -119,7 +121,52 @@ func (b *Broker) handleProduce(ctx context.Context, rc *server.RequestContext, r
 		}
 		return nil, nil
 	}
+	b.hintProduceLeaders(resp)
 	return resp, nil
+}
+
+// hintProduceLeaders fills CurrentLeader in NOT_LEADER_OR_FOLLOWER answers
+// and lists those leaders' endpoints (Produce v10+, KIP-951), so that the
+// producer moves to the new leader without a metadata round trip.
+func (b *Broker) hintProduceLeaders(resp *kmsg.ProduceResponse) {
+	if resp.Version < 10 {
+		return
+	}
+	img := b.meta.Image()
+	leaders := map[int32]bool{}
+	for ti := range resp.Topics {
+		st := &resp.Topics[ti]
+		t := img.TopicByName(st.Topic)
+		if st.Topic == "" {
+			t = img.TopicByID(st.TopicID)
+		}
+		if t == nil {
+			continue
+		}
+		for pi := range st.Partitions {
+			sp := &st.Partitions[pi]
+			if sp.ErrorCode != kerr.NotLeaderForPartition.Code || sp.Partition < 0 || int(sp.Partition) >= len(t.Partitions) {
+				continue
+			}
+			if p := t.Partitions[sp.Partition]; p.Leader >= 0 && p.Leader != b.nodeID {
+				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = p.Leader, p.LeaderEpoch
+				leaders[p.Leader] = true
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(leaders)) {
+		br, ok := img.Broker(id)
+		if !ok {
+			continue
+		}
+		ep := kmsg.NewProduceResponseBroker()
+		ep.NodeID, ep.Host, ep.Port = br.ID, br.Host, br.Port
+		if br.Rack != "" {
+			rack := br.Rack
+			ep.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, ep)
+	}
 }
 
 // isInternalTopic names the topics Kafka reserves for its coordinators.

@@ -159,7 +159,7 @@ type PartitionState struct {
 func (c *Cluster) Partition(topic string, p int32) (PartitionState, error) {
 	var lastErr error
 	for _, b := range c.Nodes {
-		if !b.Running() {
+		if !b.Running() || b.paused() {
 			continue
 		}
 		st, err := partitionFrom(b.Addr, topic, p)
@@ -200,14 +200,27 @@ func partitionFrom(addr, topic string, p int32) (PartitionState, error) {
 	return PartitionState{}, fmt.Errorf("%s-%d not in the metadata of %s", topic, p, addr)
 }
 
-// WaitPartition waits until a partition's state satisfies cond.
+// WaitPartition waits until a partition's state satisfies cond as every
+// running node sees it (a node's metadata may trail the controller's for
+// a moment), and returns the first node's view.
 func (c *Cluster) WaitPartition(topic string, p int32, timeout time.Duration, what string, cond func(PartitionState) bool) PartitionState {
 	c.t.Helper()
 	var st PartitionState
 	WaitFor(c.t, timeout, fmt.Sprintf("%s-%d: %s", topic, p, what), func() bool {
-		var err error
-		st, err = c.Partition(topic, p)
-		return err == nil && cond(st)
+		first := true
+		for _, b := range c.Nodes {
+			if !b.Running() || b.paused() {
+				continue
+			}
+			got, err := partitionFrom(b.Addr, topic, p)
+			if err != nil || !cond(got) {
+				return false
+			}
+			if first {
+				st, first = got, false
+			}
+		}
+		return !first
 	})
 	return st
 }
@@ -246,10 +259,27 @@ func (b *Broker) Running() bool {
 
 // Pause stops the process with SIGSTOP (it keeps its sockets: peers see a
 // node that accepts nothing and answers nothing).
-func (b *Broker) Pause() { b.sendOnly(syscall.SIGSTOP) }
+func (b *Broker) Pause() {
+	b.sendOnly(syscall.SIGSTOP)
+	b.mu.Lock()
+	b.stopped = true
+	b.mu.Unlock()
+}
 
 // Resume continues a paused process (SIGCONT).
-func (b *Broker) Resume() { b.sendOnly(syscall.SIGCONT) }
+func (b *Broker) Resume() {
+	b.sendOnly(syscall.SIGCONT)
+	b.mu.Lock()
+	b.stopped = false
+	b.mu.Unlock()
+}
+
+// paused reports whether the node is stopped by Pause.
+func (b *Broker) paused() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stopped
+}
 
 func (b *Broker) sendOnly(sig syscall.Signal) {
 	b.t.Helper()

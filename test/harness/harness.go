@@ -69,6 +69,7 @@ type Broker struct {
 	cmd     *exec.Cmd
 	done    chan struct{}
 	started chan map[string]string // the bound listeners, once this run logged "weir started"
+	stopped bool                   // paused (SIGSTOP) by Pause
 	output  bytes.Buffer           // stderr of every run, for failure messages
 }
 
@@ -145,7 +146,7 @@ func (b *Broker) launch() {
 		cmd.Wait()
 	}()
 	b.mu.Lock()
-	b.cmd, b.done, b.started = cmd, done, started
+	b.cmd, b.done, b.started, b.stopped = cmd, done, started, false
 	b.mu.Unlock()
 }
 
