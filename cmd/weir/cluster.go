@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/weir-project/weir/internal/cli"
 	"github.com/weir-project/weir/internal/localcluster"
 )
 
@@ -85,6 +86,6 @@ func clusterCommand() *cobra.Command {
 		Use:   "cluster",
 		Short: "Run a local cluster, or inspect a running one",
 	}
-	cmd.AddCommand(clusterUpCommand())
+	cmd.AddCommand(clusterUpCommand(), cli.NewClusterStatusCmd())
 	return cmd
 }

@@ -209,6 +209,10 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, req *kmsg.CreatePar
 }
 
 // handleDescribeCluster lists the brokers and the controller.
+//
+// Version notes: v1+ endpoint type (brokers only: controller endpoints,
+// KIP-919, are refused); v2+ IncludeFencedBrokers lists fenced brokers
+// too, with IsFenced.
 func (b *Broker) handleDescribeCluster(ctx context.Context, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	img := b.meta.Image()
@@ -221,9 +225,13 @@ func (b *Broker) handleDescribeCluster(ctx context.Context, req *kmsg.DescribeCl
 	resp.ClusterID = img.ClusterID()
 	resp.ControllerID = b.clientControllerID(img)
 	resp.ClusterAuthorizedOperations = -2147483648
-	for _, br := range img.LiveBrokers() {
+	brokers := img.LiveBrokers()
+	if req.Version >= 2 && req.IncludeFencedBrokers {
+		brokers = img.Brokers()
+	}
+	for _, br := range brokers {
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = br.ID, br.Host, br.Port
+		rb.NodeID, rb.Host, rb.Port, rb.IsFenced = br.ID, br.Host, br.Port, br.Fenced
 		if br.Rack != "" {
 			rack := br.Rack
 			rb.Rack = &rack

@@ -27,7 +27,7 @@ var supported = map[int16][2]int16{
 	kmsg.AlterConfigs.Int16():            {0, 2},
 	kmsg.CreatePartitions.Int16():        {0, 3},
 	kmsg.IncrementalAlterConfigs.Int16(): {0, 1},
-	kmsg.DescribeCluster.Int16():         {0, 1},
+	kmsg.DescribeCluster.Int16():         {0, 2},
 	kmsg.InitProducerID.Int16():          {0, 5},
 	// Groups (groups.go): up to kmsg's newest; OffsetCommit/OffsetFetch
 	// v10 (topic ids) are not served yet.

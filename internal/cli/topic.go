@@ -134,15 +134,70 @@ func newTopicListCmd(cf *clientFlags) *cobra.Command {
 }
 
 func newTopicDescribeCmd(cf *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	var f partitionFilter
+	cmd := &cobra.Command{
 		Use:   "describe [NAME...]",
 		Short: "Show partitions, leaders, replicas, ISR and configs (all topics if none named)",
+		Long: `Show each topic (all topics if none is named) and its partitions: leader,
+replicas and in-sync replicas, as kafka-topics --describe does. With a
+filter flag, only the partitions it selects are printed, one per line.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withAdmin(cmd, cf, func(ctx context.Context, adm *kadm.Client) error {
+				if f.any() {
+					return describeFiltered(ctx, adm, cmd.OutOrStdout(), args, f)
+				}
 				return describeTopics(ctx, adm, cmd.OutOrStdout(), args)
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&f.underReplicated, "under-replicated-partitions", false, "only partitions with fewer in-sync replicas than replicas")
+	cmd.Flags().BoolVar(&f.underMinISR, "under-min-isr-partitions", false, "only partitions with fewer in-sync replicas than min.insync.replicas")
+	cmd.Flags().BoolVar(&f.unavailable, "unavailable-partitions", false, "only partitions without a leader")
+	return cmd
+}
+
+// partitionFilter is kafka-topics' --describe filters; several select
+// the partitions any of them selects.
+type partitionFilter struct{ underReplicated, underMinISR, unavailable bool }
+
+func (f partitionFilter) any() bool { return f.underReplicated || f.underMinISR || f.unavailable }
+
+// describeFiltered prints the partitions f selects, one line each.
+func describeFiltered(ctx context.Context, adm *kadm.Client, out io.Writer, names []string, f partitionFilter) error {
+	topics, err := adm.ListTopicsWithInternal(ctx, names...)
+	if err != nil {
+		return fmt.Errorf("describe topics: %w", err)
+	}
+	var errs []error
+	var found []string
+	for _, d := range topics.Sorted() {
+		if d.Err != nil {
+			errs = append(errs, fmt.Errorf("describe topic %q: %w", d.Topic, d.Err))
+			continue
+		}
+		found = append(found, d.Topic)
+	}
+	minISR := map[string]int{}
+	if f.underMinISR {
+		if minISR, err = minISRs(ctx, adm, found); err != nil {
+			return err
+		}
+	}
+	for _, name := range found {
+		for _, p := range topics[name].Partitions.Sorted() {
+			sel := (f.underReplicated && len(p.ISR) < len(p.Replicas)) ||
+				(f.underMinISR && len(p.ISR) < minISR[name]) ||
+				(f.unavailable && p.Leader < 0)
+			if !sel {
+				continue
+			}
+			if _, err := fmt.Fprintf(out, "\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s\n",
+				name, p.Partition, leaderName(p.Leader), joinInt32s(p.Replicas), joinInt32s(p.ISR)); err != nil {
+				return err
+			}
+		}
+	}
+	return joinLine(errs)
 }
 
 // describeTopics prints every topic it can and reports the ones it could
