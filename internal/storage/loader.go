@@ -87,7 +87,12 @@ func (l *Log) load(recoveryPoint, logStart int64, clean bool) error {
 		l.logger.Info("recovering unflushed segments", "dir", l.dir, "recovery_point", recoveryPoint,
 			"from_segment", segs[recoverFrom].base, "segments", len(segs)-recoverFrom)
 		for i := recoverFrom; i < len(segs); i++ {
-			res, err := segs[i].scan(upper(i), cfg.IndexIntervalBytes, true)
+			// The epochs of recovered batches go into the leader epoch
+			// cache too: a crash may come between a follower's append
+			// and its write of leader-epoch-checkpoint, and truncation
+			// after a failover relies on that history (Kafka's segment
+			// recovery does the same).
+			res, err := segs[i].scan(upper(i), cfg.IndexIntervalBytes, true, l.assignRecoveredEpoch)
 			if err != nil {
 				return fail(fmt.Errorf("recover %s: %w", segs[i].logPath(), err))
 			}
@@ -184,7 +189,7 @@ func (l *Log) cleanDir() ([]int64, error) {
 // rebuildTrusted rebuilds the indexes of a segment below the recovery
 // point. Invalid bytes there are not cut: they are reported.
 func (l *Log) rebuildTrusted(s *segment, upper int64, cfg Config) (scanResult, error) {
-	res, err := s.scan(upper, cfg.IndexIntervalBytes, true)
+	res, err := s.scan(upper, cfg.IndexIntervalBytes, true, nil)
 	if err != nil {
 		return res, fmt.Errorf("rebuild indexes of %s: %w", s.logPath(), err)
 	}
@@ -264,7 +269,7 @@ type scanResult struct {
 // relative offset fits an int32). With reindex it rebuilds both indexes
 // and the timestamps. The returned error is an I/O failure only;
 // invalid data ends the scan with res.stop set.
-func (s *segment) scan(upper int64, interval int, reindex bool) (scanResult, error) {
+func (s *segment) scan(upper int64, interval int, reindex bool, onBatch func(recordbatch.Header) error) (scanResult, error) {
 	size := s.size.Load()
 	if reindex {
 		s.offIdx.Reset()
@@ -316,6 +321,11 @@ func (s *segment) scan(upper int64, interval int, reindex bool) (scanResult, err
 		if reindex {
 			s.indexBatch(h, h.MaxTimestamp, pos, interval)
 		}
+		if onBatch != nil {
+			if err := onBatch(h); err != nil {
+				return res, err
+			}
+		}
 		res.validEnd += total
 		res.next = h.LastOffset() + 1
 		res.batches++
@@ -334,6 +344,24 @@ func checkOffsets(h recordbatch.Header, next, base, upper int64) error {
 		return fmt.Errorf("last offset %d reaches the next segment %d: %w", h.LastOffset(), upper, recordbatch.ErrCorrupt)
 	case h.LastOffset()-base > math.MaxInt32:
 		return fmt.Errorf("offset %d too far from segment base %d: %w", h.LastOffset(), base, recordbatch.ErrCorrupt)
+	}
+	return nil
+}
+
+// assignRecoveredEpoch records the leader epoch of a recovered batch when
+// it is newer than every epoch the cache holds. Older or equal epochs are
+// already in the cache, which was written in offset order up to at least
+// the recovery point; re-assigning one from a batch in the middle of its
+// epoch would move the epoch's start.
+func (l *Log) assignRecoveredEpoch(h recordbatch.Header) error {
+	if h.PartitionLeaderEpoch < 0 {
+		return nil
+	}
+	if latest, _, ok := l.epochs.Latest(); ok && h.PartitionLeaderEpoch <= latest {
+		return nil
+	}
+	if err := l.epochs.Assign(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+		return fmt.Errorf("record leader epoch %d at %d: %w", h.PartitionLeaderEpoch, h.BaseOffset, err)
 	}
 	return nil
 }

@@ -1,8 +1,11 @@
 package storage
 
 import (
+	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/weir-project/weir/internal/storage/checkpoint"
 	"github.com/weir-project/weir/internal/storage/recordbatch"
 )
 
@@ -74,5 +77,51 @@ func TestHighWatermarkCheckpointRoundTrip(t *testing.T) {
 	}
 	if hw := m2.Get(TopicPartition{"b", 3}).HighWatermark(); hw != 5 {
 		t.Fatalf("b-3 hw %d after reload, want 5 (clamped to the log end)", hw)
+	}
+}
+
+// TestRecoveryRestoresEpochsOfUnflushedBatches: a crash between a
+// follower's append and its write of leader-epoch-checkpoint leaves
+// batches of epochs the file does not name; recovery reads them back
+// from the batches, without moving the start of epochs it already has.
+func TestRecoveryRestoresEpochsOfUnflushedBatches(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	l, err := OpenLog(dir, cfg, 0, 0, false, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	follow := func(base int64, epoch int32) {
+		b := makeBatch(t, 2, 10, 1, "f")
+		recordbatch.SetBaseOffset(b, base)
+		recordbatch.SetPartitionLeaderEpoch(b, epoch)
+		if _, err := l.AppendAsFollower(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	follow(0, 1)
+	follow(2, 1)
+	follow(4, 3)
+	follow(6, 3)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The checkpoint as it would be had the process died before the
+	// write for epoch 3: only epoch 1 at 0.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.WriteEpochs(filepath.Join(dir, leaderEpochFile), []checkpoint.EpochEntry{{Epoch: 1, StartOffset: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	// Recover from offset 2 (inside epoch 1), as after a crash.
+	l2, err := OpenLog(dir, cfg, 2, 0, false, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	want := []checkpoint.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 4}}
+	if got := l2.LeaderEpochs().Entries(); !slices.Equal(got, want) {
+		t.Fatalf("epochs after recovery %v, want %v", got, want)
 	}
 }
