@@ -112,8 +112,12 @@ func noneIfNotPositive(d time.Duration) time.Duration {
 
 // brokerOptions derives the broker's options from the configuration.
 func brokerOptions(cfg *config.Broker) (broker.Options, error) {
+	brokerOnly := !cfg.HasRole("controller")
+	if !cfg.HasRole("broker") {
+		return broker.Options{}, fmt.Errorf("process.roles=%s: a controller-only node is not supported yet; use broker,controller", strings.Join(cfg.ProcessRoles, ","))
+	}
 	ctrl, ok := cfg.ControllerListener()
-	if !ok {
+	if !ok && !brokerOnly {
 		return broker.Options{}, fmt.Errorf("listeners: no controller listener (controller.listener.names=%s)", strings.Join(cfg.ControllerListenerNames, ","))
 	}
 	opts := broker.Options{
@@ -123,6 +127,7 @@ func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 		MetadataLogDir:            cfg.MetadataLogDir,
 		ControllerAddr:            ctrl.Addr(),
 		ControllerListener:        ctrl.Name,
+		BrokerOnly:                brokerOnly,
 		InterBrokerListener:       cfg.InterBrokerListenerName,
 		HeartbeatInterval:         ms(cfg.BrokerHeartbeatIntervalMs),
 		SessionTimeout:            ms(cfg.BrokerSessionTimeoutMs),
@@ -163,7 +168,7 @@ func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 	}
 	// A single voter that is this node needs no address list: the
 	// controller uses its bound address (the port may be 0 in tests).
-	if len(cfg.QuorumVoters) > 1 || (len(cfg.QuorumVoters) == 1 && cfg.QuorumVoters[0].ID != cfg.NodeID) {
+	if len(cfg.QuorumVoters) > 1 || (len(cfg.QuorumVoters) == 1 && cfg.QuorumVoters[0].ID != cfg.NodeID) || brokerOnly {
 		opts.Voters = map[int32]string{}
 		for _, v := range cfg.QuorumVoters {
 			opts.Voters[v.ID] = v.Addr()

@@ -52,9 +52,12 @@ type Options struct {
 	InterBrokerListener string
 	// ControllerListener names the CONTROLLER listener and ControllerAddr
 	// is where it binds; it carries the controller's Kafka APIs and the
-	// quorum's Raft traffic on one port.
+	// quorum's Raft traffic on one port. BrokerOnly nodes have none: they
+	// follow the metadata log as Raft non-voters on the inter-broker
+	// listener and reach the controllers at Voters.
 	ControllerListener string
 	ControllerAddr     string
+	BrokerOnly         bool
 	// Voters is controller.quorum.voters (id -> controller address); nil
 	// means this node alone.
 	Voters             map[int32]string
@@ -160,10 +163,24 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 
-	// The CONTROLLER port: Kafka's controller APIs and Raft share it.
-	ln, err := net.Listen("tcp", opts.ControllerAddr)
+	// Raft's port: the CONTROLLER listener's, shared with the
+	// controller's Kafka APIs; on a broker-only node, the inter-broker
+	// listener's, shared with clients and followers.
+	raftListener, raftBind := opts.ControllerListener, opts.ControllerAddr
+	if opts.BrokerOnly {
+		if len(opts.Voters) == 0 {
+			return errors.New("a broker-only node (process.roles=broker) needs controller.quorum.voters")
+		}
+		raftListener = opts.InterBrokerListener
+		for _, l := range opts.Listeners {
+			if l.Name == raftListener {
+				raftBind = l.Addr
+			}
+		}
+	}
+	ln, err := net.Listen("tcp", raftBind)
 	if err != nil {
-		return fmt.Errorf("listen %s on %s: %w", opts.ControllerListener, opts.ControllerAddr, err)
+		return fmt.Errorf("listen %s on %s: %w", raftListener, raftBind, err)
 	}
 	b.ctrlMux = mux.New(ln, opts.ConnectionsMaxIdle, logger.With("component", "mux"))
 	defer func() { err = errors.Join(err, b.ctrlMux.Close()) }()
@@ -178,17 +195,23 @@ func Run(ctx context.Context, opts Options) (err error) {
 		TransferMinRate:           opts.TransferMinRate,
 		APIs:                      apiVersions(),
 	}
-	ctrlCfg := srvCfg
-	ctrlCfg.Listeners = []server.Listener{{Name: opts.ControllerListener, Listener: b.ctrlMux.Kafka(), Unbudgeted: true}}
-	b.ctrlSrv, err = server.New(ctrlCfg, b, logger.With("component", "server", "listener", opts.ControllerListener))
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+	if !opts.BrokerOnly {
+		ctrlCfg := srvCfg
+		ctrlCfg.Listeners = []server.Listener{{Name: opts.ControllerListener, Listener: b.ctrlMux.Kafka(), Unbudgeted: true}}
+		b.ctrlSrv, err = server.New(ctrlCfg, b, logger.With("component", "server", "listener", opts.ControllerListener))
+		if err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+		defer func() { err = errors.Join(err, b.ctrlSrv.Close()) }()
 	}
-	defer func() { err = errors.Join(err, b.ctrlSrv.Close()) }()
 	clientCfg := srvCfg
 	clientCfg.Limits = opts.ConnLimits
 	for _, l := range opts.Listeners {
-		clientCfg.Listeners = append(clientCfg.Listeners, server.Listener{Name: l.Name, Addr: l.Addr})
+		sl := server.Listener{Name: l.Name, Addr: l.Addr}
+		if opts.BrokerOnly && l.Name == raftListener {
+			sl.Listener = b.ctrlMux.Kafka()
+		}
+		clientCfg.Listeners = append(clientCfg.Listeners, sl)
 	}
 	b.clientSrv, err = server.New(clientCfg, b, logger.With("component", "server"))
 	if err != nil {
@@ -212,12 +235,17 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if len(voters) == 0 {
 		voters = map[int32]string{opts.NodeID: ctrlAddr}
 	}
+	metaVoters := opts.Voters
+	if opts.BrokerOnly {
+		metaVoters = nil // joins as a non-voter when the controller adds it
+	}
 	b.meta, err = metadata.Open(metadata.Config{
 		NodeID:                   opts.NodeID,
 		Dir:                      opts.metadataDir(),
 		RaftAddr:                 ctrlAddr,
 		Stream:                   b.ctrlMux.Raft(),
-		Voters:                   opts.Voters,
+		Voters:                   metaVoters,
+		Join:                     opts.BrokerOnly,
 		ClusterID:                storedClusterID,
 		Logger:                   logger,
 		ValidateTopicName:        config.ValidateTopicName,
@@ -234,14 +262,16 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return fmt.Errorf("open metadata: %w", err)
 	}
 	defer func() { err = errors.Join(err, b.closeMetadata()) }()
-	b.ctrlSvc = controller.New(controller.Config{
-		Voters:               voters,
-		SessionTimeout:       opts.SessionTimeout,
-		AutoLeaderRebalance:  opts.AutoLeaderRebalance,
-		LeaderImbalanceCheck: opts.LeaderImbalanceCheck,
-		ProducerIDBlock:      txn.DefaultBlockSize,
-		Logger:               logger.With("component", "controller"),
-	}, b.meta)
+	if !opts.BrokerOnly {
+		b.ctrlSvc = controller.New(controller.Config{
+			Voters:               voters,
+			SessionTimeout:       opts.SessionTimeout,
+			AutoLeaderRebalance:  opts.AutoLeaderRebalance,
+			LeaderImbalanceCheck: opts.LeaderImbalanceCheck,
+			ProducerIDBlock:      txn.DefaultBlockSize,
+			Logger:               logger.With("component", "controller"),
+		}, b.meta)
+	}
 	b.ctrl = ctrlclient.New(ctrlclient.Config{
 		NodeID: opts.NodeID,
 		Voters: voters,
@@ -262,14 +292,23 @@ func Run(ctx context.Context, opts Options) (err error) {
 	defer stopBG()
 	var bgWG sync.WaitGroup
 	defer bgWG.Wait()
-	serveCtrl := make(chan error, 1)
-	go func() { serveCtrl <- b.ctrlSrv.Serve(bg) }()
-	defer func() { stopBG(); err = errors.Join(err, <-serveCtrl) }()
-	bgWG.Add(1)
-	go func() { defer bgWG.Done(); b.ctrlSvc.Run(bg) }()
+	if b.ctrlSrv != nil {
+		serveCtrl := make(chan error, 1)
+		go func() { serveCtrl <- b.ctrlSrv.Serve(bg) }()
+		defer func() { stopBG(); err = errors.Join(err, <-serveCtrl) }()
+		bgWG.Add(1)
+		go func() { defer bgWG.Done(); b.ctrlSvc.Run(bg) }()
+	}
 
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
+	if opts.BrokerOnly {
+		// Registering makes the controller add this node to Raft as a
+		// non-voter; only then does the metadata log reach it.
+		if err := b.register(startCtx, storedClusterID); err != nil {
+			return err
+		}
+	}
 	if err := b.meta.WaitLeader(startCtx); err != nil {
 		return fmt.Errorf("wait for a metadata quorum leader: %w", err)
 	}
@@ -279,8 +318,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := writeMetaProperties(opts.LogDirs, opts.NodeID, b.meta.Image().ClusterID()); err != nil {
 		return err
 	}
-	if err := b.register(startCtx); err != nil {
-		return err
+	if !opts.BrokerOnly {
+		if err := b.register(startCtx, b.meta.Image().ClusterID()); err != nil {
+			return err
+		}
 	}
 	bgWG.Add(2)
 	go func() { defer bgWG.Done(); b.lifecycle.Run(bg) }()
@@ -317,7 +358,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 	for _, l := range opts.Listeners {
 		addrs[l.Name] = b.clientSrv.Addr(l.Name)
 	}
-	addrs[opts.ControllerListener] = ln.Addr()
+	if !opts.BrokerOnly {
+		addrs[opts.ControllerListener] = ln.Addr()
+	}
 	attrs := []any{slog.Int("node.id", int(opts.NodeID)), slog.String("cluster.id", b.meta.Image().ClusterID()),
 		slog.Int64("broker.epoch", b.lifecycle.Epoch())}
 	for name, a := range addrs {
@@ -348,7 +391,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 // register registers this broker with the active controller, as a new
 // incarnation, and prepares its heartbeats.
-func (b *Broker) register(ctx context.Context) error {
+func (b *Broker) register(ctx context.Context, clusterID string) error {
 	var inc [16]byte
 	if _, err := rand.Read(inc[:]); err != nil {
 		return fmt.Errorf("incarnation id: %w", err)
@@ -370,7 +413,7 @@ func (b *Broker) register(ctx context.Context) error {
 		listeners = append(listeners, rl)
 	}
 	b.lifecycle = ctrlclient.NewLifecycle(b.ctrl, ctrlclient.Registration{
-		ClusterID:     b.meta.Image().ClusterID(),
+		ClusterID:     clusterID,
 		Incarnation:   inc,
 		Listeners:     listeners,
 		Rack:          b.opts.Rack,

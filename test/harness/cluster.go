@@ -47,7 +47,7 @@ func StartCluster(t testing.TB, n int, overrides ...string) *Cluster {
 	}
 	c := &Cluster{t: t}
 	for i := 0; i < n; i++ {
-		b := &Broker{t: t, Dir: t.TempDir()}
+		b := &Broker{t: t, Dir: t.TempDir(), nodeID: int32(i + 1), voter: true, voterAddr: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])}
 		b.Overrides = append([]string{
 			"node.id=" + strconv.Itoa(i+1),
 			"process.roles=broker,controller",
@@ -292,4 +292,34 @@ func (b *Broker) sendOnly(sig syscall.Signal) {
 	if err := cmd.Process.Signal(sig); err != nil {
 		b.t.Fatalf("signal %v to pid %d: %v", sig, cmd.Process.Pid, err)
 	}
+}
+
+// AddBrokerOnly starts one more node, a broker only (process.roles=broker):
+// it votes in no election and follows the metadata log as a Raft
+// non-voter. Its id is the next after the nodes so far.
+func (c *Cluster) AddBrokerOnly(overrides ...string) *Broker {
+	c.t.Helper()
+	id := len(c.Nodes) + 1
+	port := freePorts(c.t, 1)[0]
+	var voters []string
+	for _, b := range c.Nodes {
+		if b.voter {
+			voters = append(voters, fmt.Sprintf("%d@%s", b.nodeID, b.voterAddr))
+		}
+	}
+	b := &Broker{t: c.t, Dir: c.t.TempDir(), nodeID: int32(id)}
+	b.Overrides = append([]string{
+		"node.id=" + strconv.Itoa(id),
+		"process.roles=broker",
+		"log.dirs=" + b.Dir,
+		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d", port),
+		"controller.quorum.voters=" + strings.Join(voters, ","),
+	}, clusterDefaults...)
+	b.Overrides = append(b.Overrides, overrides...)
+	b.brokerOnly = true
+	c.Nodes = append(c.Nodes, b)
+	b.launch()
+	c.t.Cleanup(b.Kill)
+	b.awaitStarted()
+	return b
 }

@@ -70,6 +70,12 @@ type Broker struct {
 	done    chan struct{}
 	started chan map[string]string // the bound listeners, once this run logged "weir started"
 	stopped bool                   // paused (SIGSTOP) by Pause
+
+	// Cluster nodes only.
+	nodeID     int32
+	voter      bool   // a controller: voterAddr is its controller listener
+	voterAddr  string
+	brokerOnly bool
 	output  bytes.Buffer           // stderr of every run, for failure messages
 }
 
@@ -111,7 +117,11 @@ func (b *Broker) launch() {
 	}
 	if b.Addr != "" {
 		// Restart on the same ports so clients find the broker again.
-		args = append(args, "--override", "listeners=PLAINTEXT://"+b.Addr+",CONTROLLER://"+b.CtrlAddr)
+		listeners := "listeners=PLAINTEXT://" + b.Addr + ",CONTROLLER://" + b.CtrlAddr
+		if b.brokerOnly {
+			listeners = "listeners=PLAINTEXT://" + b.Addr
+		}
+		args = append(args, "--override", listeners)
 	}
 	cmd := b.command(args)
 	stderr, err := cmd.StderrPipe()
