@@ -28,6 +28,7 @@ var supported = map[int16][2]int16{
 	kmsg.CreatePartitions.Int16():        {0, 3},
 	kmsg.IncrementalAlterConfigs.Int16(): {0, 1},
 	kmsg.DescribeCluster.Int16():         {0, 2},
+	kmsg.DescribeLogDirs.Int16():         {0, 4},
 	kmsg.InitProducerID.Int16():          {0, 5},
 	// Groups (groups.go): up to kmsg's newest; OffsetCommit/OffsetFetch
 	// v10 (topic ids) are not served yet.
@@ -106,6 +107,8 @@ func (b *Broker) Handle(ctx context.Context, rc *server.RequestContext, req kmsg
 		return b.handleIncrementalAlterConfigs(ctx, r)
 	case *kmsg.CreatePartitionsRequest:
 		return b.handleCreatePartitions(ctx, r)
+	case *kmsg.DescribeLogDirsRequest:
+		return b.handleDescribeLogDirs(ctx, r)
 	case *kmsg.DescribeClusterRequest:
 		return b.handleDescribeCluster(ctx, r)
 	case *kmsg.InitProducerIDRequest:

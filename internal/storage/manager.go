@@ -503,3 +503,17 @@ func interval(ms, def int64) time.Duration {
 	ms = min(ms, int64(time.Hour/time.Millisecond))
 	return time.Duration(ms) * time.Millisecond
 }
+
+// DirOf returns the log dir holding tp's log, and whether it is loaded.
+func (m *Manager) DirOf(tp TopicPartition) (string, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ml, ok := m.logs[tp]
+	if !ok {
+		return "", false
+	}
+	return m.cfg.Dirs[ml.dir], true
+}
+
+// Dirs returns the log dirs.
+func (m *Manager) Dirs() []string { return slices.Clone(m.cfg.Dirs) }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/weir-project/weir/test/harness"
 )
 
@@ -43,4 +45,40 @@ func TestClusterStatusAndUnhealthyPartitions(t *testing.T) {
 	if got := harness.RunCLI(t, c.Nodes[0], "topic", "describe", "--unavailable-partitions"); got != "" {
 		t.Fatalf("unavailable partitions with two of three brokers live:\n%s", got)
 	}
+}
+
+// TestDescribeLogDirs: every broker answers DescribeLogDirs with its log
+// dir, its filesystem's size, and the replicas it holds with their sizes.
+func TestDescribeLogDirs(t *testing.T) {
+	c := harness.StartCluster(t, 3)
+	createTopic(t, c, "dirs", 2, 3, nil)
+	acks := newAckLog()
+	done, flush := franzProducer(t, c, "dirs", 200, time.Millisecond, acks)
+	<-done
+	flush()
+	adm := kadm.NewClient(c.Client())
+	harness.WaitFor(t, time.Minute, "every replica of dirs-0 to hold the records", func() bool {
+		all, err := adm.DescribeAllLogDirs(harness.Ctx(t, opTimeout), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holders := 0
+		for broker, dirs := range all {
+			for dir, d := range dirs {
+				if d.Err != nil {
+					t.Fatalf("broker %d dir %s: %v", broker, dir, d.Err)
+				}
+				if d.Dir != c.Node(broker).Dir {
+					t.Fatalf("broker %d reports dir %s, its log dir is %s", broker, d.Dir, c.Node(broker).Dir)
+				}
+				if d.TotalBytes <= 0 || d.UsableBytes <= 0 {
+					t.Fatalf("broker %d dir %s: total %d usable %d bytes", broker, dir, d.TotalBytes, d.UsableBytes)
+				}
+				if p, ok := d.Topics.Lookup("dirs", 0); ok && p.Size > 0 {
+					holders++
+				}
+			}
+		}
+		return holders == 3
+	})
 }
