@@ -73,10 +73,10 @@ type Broker struct {
 
 	// Cluster nodes only.
 	nodeID     int32
-	voter      bool   // a controller: voterAddr is its controller listener
+	voter      bool // a controller: voterAddr is its controller listener
 	voterAddr  string
 	brokerOnly bool
-	output  bytes.Buffer           // stderr of every run, for failure messages
+	output     bytes.Buffer // stderr of every run, for failure messages
 }
 
 // StartBroker starts a single-node broker on ephemeral loopback ports with
