@@ -41,8 +41,11 @@ func (b *Broker) newGroupCoordinator() *group.Coordinator {
 }
 
 // offsetsLog implements group.Log on the local replicas of
-// __consumer_offsets.
+// __consumer_offsets, as a group.PipelinedLog: the coordinator appends
+// under a group's lock and waits for the followers without it.
 type offsetsLog struct{ b *Broker }
+
+var _ group.PipelinedLog = offsetsLog{}
 
 func (l offsetsLog) partition(p int32) (*replica.Partition, error) {
 	rp := l.b.replicas.Get(storage.TopicPartition{Topic: offsetsTopic, Partition: p})
@@ -55,9 +58,20 @@ func (l offsetsLog) partition(p int32) (*replica.Partition, error) {
 // Append writes the records as one batch and waits, as acks=-1 does, for
 // the high watermark to pass it.
 func (l offsetsLog) Append(ctx context.Context, p int32, recs []group.Record) error {
-	rp, err := l.partition(p)
+	a, err := l.AppendLeader(p, recs)
 	if err != nil {
 		return err
+	}
+	return l.AwaitCommit(ctx, p, a)
+}
+
+// AppendLeader writes the records as one batch, as the leader, and
+// returns without waiting for the followers (group.PipelinedLog): the
+// coordinator waits with AwaitCommit after releasing the group's lock.
+func (l offsetsLog) AppendLeader(p int32, recs []group.Record) (group.Appended, error) {
+	rp, err := l.partition(p)
+	if err != nil {
+		return group.Appended{}, err
 	}
 	rs := make([]recordbatch.Record, len(recs))
 	for i, r := range recs {
@@ -67,32 +81,53 @@ func (l offsetsLog) Append(ctx context.Context, p int32, recs []group.Record) er
 		BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
 	}, rs)
 	if err != nil {
-		return fmt.Errorf("build %s-%d batch: %w", offsetsTopic, p, err)
+		return group.Appended{}, fmt.Errorf("build %s-%d batch: %w", offsetsTopic, p, err)
 	}
 	info, err := rp.AppendAsLeader(batch, -1)
 	if err != nil {
 		// Carry Kafka's code too: the coordinator answers by it (a lost
 		// leadership is NOT_COORDINATOR).
-		return fmt.Errorf("append to %s-%d: %w (%w)", offsetsTopic, p, err, kerr.ErrorForCode(errorCode(err)))
+		return group.Appended{}, fmt.Errorf("append to %s-%d: %w (%w)", offsetsTopic, p, err, kerr.ErrorForCode(errorCode(err)))
 	}
-	// Wait as acks=-1 does, on the same mechanism.
+	a := group.Appended{LastOffset: info.LastOffset, LeaderEpoch: info.LeaderEpoch}
+	// With the leader alone in the ISR the append committed it: the
+	// coordinator then completes at once, without a wait.
+	done, err := rp.AckState(a.LeaderEpoch, a.LastOffset)
+	if done && err != nil {
+		return group.Appended{}, l.commitError(p, a, err)
+	}
+	a.Committed = done
+	return a, nil
+}
+
+// AwaitCommit waits, as acks=-1 does and on the same mechanism, for the
+// high watermark to pass the batch a, or for it to become impossible.
+func (l offsetsLog) AwaitCommit(ctx context.Context, p int32, a group.Appended) error {
+	rp, err := l.partition(p)
+	if err != nil {
+		return err
+	}
 	w := replica.NewWaiter()
 	defer w.Done()
 	w.Watch(rp, replica.HighWatermark)
 	for {
-		done, err := rp.AckState(info.LeaderEpoch, info.LastOffset)
+		done, err := rp.AckState(a.LeaderEpoch, a.LastOffset)
 		if done && err != nil {
-			return fmt.Errorf("commit to %s-%d at %d: %w (%w)", offsetsTopic, p, info.LastOffset, err, kerr.ErrorForCode(errorCode(err)))
+			return l.commitError(p, a, err)
 		}
 		if done {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wait for %s-%d to commit offset %d: %w", offsetsTopic, p, info.LastOffset, ctx.Err())
+			return fmt.Errorf("wait for %s-%d to commit offset %d: %w", offsetsTopic, p, a.LastOffset, ctx.Err())
 		case <-w.C():
 		}
 	}
+}
+
+func (l offsetsLog) commitError(p int32, a group.Appended, err error) error {
+	return fmt.Errorf("commit to %s-%d at %d: %w (%w)", offsetsTopic, p, a.LastOffset, err, kerr.ErrorForCode(errorCode(err)))
 }
 
 // Replay reads the partition from its start to the log end offset, as
