@@ -33,6 +33,7 @@ func (b *Broker) newGroupCoordinator() *group.Coordinator {
 		MinSessionTimeout:     ms(cfg.GroupMinSessionTimeoutMs),
 		MaxSessionTimeout:     ms(cfg.GroupMaxSessionTimeoutMs),
 		OffsetsRetention:      time.Duration(cfg.OffsetsRetentionMinutes) * time.Minute,
+		CommitTimeout:         ms(cfg.OffsetsCommitTimeoutMs),
 
 		TopicMeta:                 topicsView{b},
 		ConsumerHeartbeatInterval: ms(cfg.GroupConsumerHeartbeatIntervalMs),
@@ -194,28 +195,56 @@ func (v topicsView) PartitionExists(topic string, p int32) bool {
 	return ok
 }
 
+// A partition of __consumer_offsets that the metadata says this broker
+// leads but whose replica is not open yet is looked at again after a
+// backoff doubling from groupRetryMin to groupRetryMax: the replica
+// manager tells no one when it opens a replica (reconcile does, on the
+// same metadata change, and retries failures with its own backoff).
+const (
+	groupRetryMin = 20 * time.Millisecond
+	groupRetryMax = time.Second
+)
+
 // watchGroupPartitions makes the coordinator own exactly the partitions
 // of __consumer_offsets this broker leads, following metadata changes.
-// A partition we lead but whose replica is not open yet is retried.
+// A led partition whose replica has not taken the leadership yet is
+// waited for on the replica itself (its role change wakes a Waiter); one
+// whose replica is not open yet is retried with a bounded backoff.
 func (b *Broker) watchGroupPartitions(ctx context.Context) {
+	var backoff time.Duration
 	for {
 		changed := b.meta.Changes()
+		w := replica.NewWaiter()
 		var retry <-chan time.Time
-		if b.syncGroupPartitions() {
-			retry = time.After(200 * time.Millisecond)
+		var timer *time.Timer
+		if b.syncGroupPartitions(w) {
+			backoff = min(max(2*backoff, groupRetryMin), groupRetryMax)
+			timer = time.NewTimer(backoff)
+			retry = timer.C
+		} else {
+			backoff = 0
 		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-changed:
+		case <-w.C():
 		case <-retry:
+		}
+		w.Done()
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
 		}
 	}
 }
 
-// syncGroupPartitions elects and resigns coordinator partitions; true if
-// some led partition is not ready yet.
-func (b *Broker) syncGroupPartitions() (pending bool) {
+// syncGroupPartitions elects and resigns coordinator partitions. A led
+// partition whose replica is not leading at the metadata's leader epoch
+// yet is registered with w (if not nil), whose channel its next role or
+// epoch change wakes; missing reports one whose replica is not open.
+func (b *Broker) syncGroupPartitions(w *replica.Waiter) (missing bool) {
 	t := b.meta.Image().TopicByName(offsetsTopic)
 	owned := b.groups.Owned()
 	lead := map[int32]bool{}
@@ -226,12 +255,21 @@ func (b *Broker) syncGroupPartitions() (pending bool) {
 				continue
 			}
 			rp := b.replicas.Get(storage.TopicPartition{Topic: offsetsTopic, Partition: p.Partition})
-			if rp == nil || !rp.IsLeader() {
-				pending = true
+			if rp == nil {
+				missing = true
+				continue
+			}
+			if w != nil {
+				// No event: only state changes (role, epoch, ISR,
+				// removal), which wake every waiter. Registered before
+				// the check, so that a change in between is not missed.
+				w.Watch(rp, 0)
+			}
+			if !rp.IsLeader() || rp.State().LeaderEpoch != p.LeaderEpoch {
 				continue
 			}
 			lead[p.Partition] = true
-			b.groups.Elect(p.Partition, n)
+			b.groups.ElectEpoch(p.Partition, n, p.LeaderEpoch)
 		}
 	}
 	for p := range owned {
@@ -239,7 +277,7 @@ func (b *Broker) syncGroupPartitions() (pending bool) {
 			b.groups.Resign(p)
 		}
 	}
-	return pending
+	return missing
 }
 
 // ensureOffsetsTopic creates __consumer_offsets on first need, as Kafka
@@ -280,6 +318,6 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) (*metadata.Topic, error
 		return nil, fmt.Errorf("create %s: %w", offsetsTopic, err)
 	}
 	b.log.Info("created internal topic", slog.String("topic", offsetsTopic), slog.Int("partitions", len(t.Partitions)), slog.Int("replication.factor", max(rf, 1)))
-	b.syncGroupPartitions()
+	b.syncGroupPartitions(nil)
 	return t, nil
 }

@@ -118,6 +118,7 @@ type Coordinator struct {
 // every wait for a commit of its groups' records.
 type ownedPartition struct {
 	loaded bool
+	epoch  int32 // the leader epoch it was elected at; -1: unknown
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
@@ -182,18 +183,37 @@ func (c *Coordinator) Close() {
 // __consumer_offsets with n partitions. The partition is replayed in the
 // background; its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile.
 // Electing an owned partition again does nothing.
-func (c *Coordinator) Elect(p, n int32) {
+func (c *Coordinator) Elect(p, n int32) { c.ElectEpoch(p, n, -1) }
+
+// ElectEpoch is Elect at the partition's leader epoch (Kafka's
+// coordinator epoch). Owned at another epoch, the partition is resigned
+// and loaded again: the leadership went away and came back, and another
+// coordinator may have written to it meanwhile. -1 matches any epoch.
+func (c *Coordinator) ElectEpoch(p, n, epoch int32) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return
 	}
 	c.numPartitions = n
-	if c.parts[p] != nil {
-		return
+	if op := c.parts[p]; op != nil {
+		if epoch < 0 || op.epoch < 0 || op.epoch == epoch {
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		c.log.Info("consumer offsets partition led again at a new leader epoch; reloading",
+			slog.Int("partition", int(p)), slog.Int("old.epoch", int(op.epoch)), slog.Int("epoch", int(epoch)))
+		c.Resign(p)
+		c.mu.Lock()
+		if c.closed || c.parts[p] != nil {
+			c.mu.Unlock()
+			return
+		}
 	}
+	defer c.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(context.Background())
-	op := &ownedPartition{ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	op := &ownedPartition{epoch: epoch, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	c.parts[p] = op
 	go func() {
 		defer close(op.done)
