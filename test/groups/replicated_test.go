@@ -40,14 +40,7 @@ func TestGroupServedWhileACommitWaitsForAFollower(t *testing.T) {
 	}
 	createTopic(t, newAdmin(t, c.Nodes[0]), topic, 1)
 
-	// FindCoordinator creates __consumer_offsets; its leader coordinates.
-	first := c.Nodes[0].Dial()
-	harness.WaitFor(t, opTimeout, "a coordinator for the group", func() bool {
-		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.Version, req.CoordinatorKey = 3, group
-		resp, _ := first.Request(req)
-		return resp.(*kmsg.FindCoordinatorResponse).ErrorCode == 0
-	})
+	findCoordinator(t, c.Nodes[0], group)
 	st := c.WaitFullISR(offsetsTopic, 0, opTimeout)
 	coord := c.Node(st.Leader)
 	followerID := st.Replicas[slices.IndexFunc(st.Replicas, func(id int32) bool { return id != st.Leader })]
@@ -137,6 +130,20 @@ func TestGroupServedWhileACommitWaitsForAFollower(t *testing.T) {
 	}
 }
 
+// findCoordinator asks b for group's coordinator until it has one: the
+// first FindCoordinator creates __consumer_offsets, whose leader for the
+// group's partition coordinates it.
+func findCoordinator(t *testing.T, b *harness.Broker, group string) {
+	t.Helper()
+	conn := b.Dial()
+	harness.WaitFor(t, opTimeout, "a coordinator for the group", func() bool {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version, req.CoordinatorKey = 3, group
+		resp, _ := conn.Request(req)
+		return resp.(*kmsg.FindCoordinatorResponse).ErrorCode == 0
+	})
+}
+
 // joinAndSync makes a one-member classic group with raw requests and
 // returns the member id and generation.
 func joinAndSync(t *testing.T, conn *harness.RawConn, group string) (string, int32) {
@@ -221,4 +228,95 @@ func allThreadsStopped(t *testing.T, pid int) bool {
 		}
 	}
 	return true
+}
+
+// TestCoordinatorMovesWhenItsNodeDies: the coordinator of a group on
+// three nodes is killed (SIGKILL). The controller makes another replica
+// of the group's __consumer_offsets partition its leader, which becomes
+// the coordinator once its replica leads (a role change the coordinator
+// follows, not a poll), loads the partition, and serves every offset the
+// old one acknowledged; new commits go on there.
+func TestCoordinatorMovesWhenItsNodeDies(t *testing.T) {
+	const offsetsTopic, topic, group = "__consumer_offsets", "moved", "g"
+	c := harness.StartCluster(t, 3, "offsets.topic.replication.factor=3", "offsets.topic.num.partitions=1")
+	for _, b := range c.Nodes {
+		// Raft logs the votes it cannot send to the killed node as
+		// errors.
+		checkLog(t, b, `msg="failed to make requestVote RPC"`)
+	}
+	createTopic(t, newAdmin(t, c.Nodes[0]), topic, 1)
+	// One connection per node, dialed again only after a failure, so
+	// that polling does not pile up connections.
+	conns := map[*harness.Broker]*harness.RawConn{}
+	request := func(b *harness.Broker, req kmsg.Request) (kmsg.Response, error) {
+		if conns[b] == nil {
+			conns[b] = b.Dial()
+		}
+		resp, _, err := conns[b].TryRequest(req)
+		if err != nil {
+			delete(conns, b)
+		}
+		return resp, err
+	}
+	commit := func(b *harness.Broker, offset int64) error {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version, req.Group, req.Generation = 7, group, -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = 0, offset, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := request(b, req)
+		if err != nil {
+			return err
+		}
+		return kerr.ErrorForCode(resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode)
+	}
+	fetch := func(b *harness.Broker) (int64, error) {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version, req.Group = 7, group
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = topic, []int32{0}
+		req.Topics = append(req.Topics, rt)
+		resp, err := request(b, req)
+		if err != nil {
+			return 0, err
+		}
+		r := resp.(*kmsg.OffsetFetchResponse)
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return 0, err
+		}
+		return r.Topics[0].Partitions[0].Offset, kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode)
+	}
+	findCoordinator(t, c.Nodes[0], group)
+	st := c.WaitFullISR(offsetsTopic, 0, opTimeout)
+	old := c.Node(st.Leader)
+	harness.WaitFor(t, opTimeout, "the coordinator loaded", func() bool { return commit(old, 1) == nil })
+	for o := int64(2); o <= 5; o++ {
+		if err := commit(old, o); err != nil {
+			t.Fatalf("commit %d: %v", o, err)
+		}
+	}
+
+	old.Kill()
+	var coord *harness.Broker
+	harness.WaitFor(t, opTimeout, "a new coordinator serving the committed offset", func() bool {
+		st, err := c.Partition(offsetsTopic, 0)
+		if err != nil || st.Leader <= 0 || c.Node(st.Leader) == old {
+			return false
+		}
+		coord = c.Node(st.Leader)
+		o, err := fetch(coord)
+		if err == nil && o != 5 {
+			t.Fatalf("new coordinator %d serves offset %d, want the acknowledged 5", st.Leader, o)
+		}
+		return err == nil
+	})
+	if err := commit(coord, 6); err != nil {
+		t.Fatalf("commit to the new coordinator: %v", err)
+	}
+	if o, err := fetch(coord); err != nil || o != 6 {
+		t.Fatalf("offset after a commit to the new coordinator: %d %v", o, err)
+	}
 }
