@@ -217,6 +217,9 @@ func (c *Coordinator) replaceStaticMember(g *group, oldID, newID string, req Joi
 				undo(err)
 			case g.state == Dead:
 				cb(JoinResult{Err: kerr.NotCoordinator, MemberID: req.MemberID, Generation: -1})
+			case g.members[newID] != m && g.static[m.instanceID] != "":
+				// A later instance took the place over meanwhile.
+				cb(JoinResult{Err: kerr.FencedInstanceID, MemberID: newID, Generation: -1})
 			case g.members[newID] != m:
 				cb(JoinResult{Err: kerr.UnknownMemberID, MemberID: newID, Generation: -1})
 			case g.state == PreparingRebalance && m.joinCB == nil:

@@ -354,3 +354,46 @@ func TestCommitWaitsForAPendingDeletion(t *testing.T) {
 	e.log.mu.Unlock()
 	check(e.reopen())
 }
+
+// A static member restarting in a stable group takes its place at once
+// (the old member id is fenced) and is answered once the replacement is
+// committed, as in Kafka; if the write fails, the old member id is
+// restored and the new instance told to retry.
+func TestStaticReplacementAnsweredOnceCommitted(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fail=%v", fail), func(t *testing.T) {
+			e := newEnv(t, time.Second)
+			req := joinReq("g", "", "c1")
+			req.InstanceID = "inst-1"
+			first := e.joinAsync(req)
+			e.clock.Advance(time.Second)
+			r := first.done(t)
+			wantKerr(t, r.Err, nil)
+			e.syncAsync(SyncRequest{Group: "g", MemberID: r.MemberID, InstanceID: "inst-1", Generation: r.Generation,
+				Assignments: map[string][]byte{r.MemberID: []byte("A")}}).done(t)
+
+			e.log.hold()
+			restarted := e.joinAsync(req)
+			e.log.waitHeld(t, 1)
+			restarted.waiting(t)
+			beat := func(id string) error {
+				return answer(t, "heartbeat", async(func() error {
+					return e.c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: id, InstanceID: "inst-1", Generation: r.Generation})
+				}))
+			}
+			wantErr(t, beat(r.MemberID), kerr.FencedInstanceID)
+			if !fail {
+				e.log.release(0, nil)
+				nr := answer(t, "restarted join", restarted.ch)
+				if nr.Err != nil || nr.MemberID == r.MemberID || nr.Generation != r.Generation || !nr.SkipAssignment {
+					t.Fatalf("restarted static leader: %+v", nr)
+				}
+				wantErr(t, beat(nr.MemberID), nil)
+				return
+			}
+			e.log.release(0, lostLeadership)
+			wantKerr(t, answer(t, "restarted join", restarted.ch).Err, kerr.NotCoordinator)
+			wantErr(t, beat(r.MemberID), nil)
+		})
+	}
+}
