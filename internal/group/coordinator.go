@@ -32,8 +32,10 @@ type PipelinedLog interface {
 	Log
 	// AppendLeader appends records to partition p as one batch, as its
 	// leader, without waiting for replication. Appends to a partition
-	// land in the order of the calls. An error means nothing was appended
-	// (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, a storage error).
+	// land in the order of the calls. An error means the records will not
+	// be committed through this call: nothing was appended
+	// (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, a storage error), or
+	// the leadership was lost right after the append.
 	AppendLeader(p int32, records []Record) (Appended, error)
 	// AwaitCommit returns nil once the batch a is committed (the high
 	// watermark passed it), or the reason it cannot be any more (the

@@ -63,7 +63,8 @@ func (w *pendingWrite) completed() bool {
 // g completed, with nil once the records are committed or with the
 // reason they are not (NOT_COORDINATOR once the partition is resigned).
 // If the batch is committed at once, complete runs before write returns.
-// An error means nothing was appended and complete is never called.
+// An error means the write failed at once (see AppendLeader): complete
+// is never called and the caller leaves the state as it was.
 // Unless the returned write has completed, the caller must hand it to
 // wait or waitAsync.
 func (c *Coordinator) write(g *group, recs []Record, kind writeKind, complete func(error)) (*pendingWrite, error) {
