@@ -33,6 +33,7 @@ func (b *Broker) newGroupCoordinator() *group.Coordinator {
 		MinSessionTimeout:     ms(cfg.GroupMinSessionTimeoutMs),
 		MaxSessionTimeout:     ms(cfg.GroupMaxSessionTimeoutMs),
 		OffsetsRetention:      time.Duration(cfg.OffsetsRetentionMinutes) * time.Minute,
+		CommitTimeout:         ms(cfg.OffsetsCommitTimeoutMs),
 
 		TopicMeta:                 topicsView{b},
 		ConsumerHeartbeatInterval: ms(cfg.GroupConsumerHeartbeatIntervalMs),
@@ -41,8 +42,11 @@ func (b *Broker) newGroupCoordinator() *group.Coordinator {
 }
 
 // offsetsLog implements group.Log on the local replicas of
-// __consumer_offsets.
+// __consumer_offsets, as a group.PipelinedLog: the coordinator appends
+// under a group's lock and waits for the followers without it.
 type offsetsLog struct{ b *Broker }
+
+var _ group.PipelinedLog = offsetsLog{}
 
 func (l offsetsLog) partition(p int32) (*replica.Partition, error) {
 	rp := l.b.replicas.Get(storage.TopicPartition{Topic: offsetsTopic, Partition: p})
@@ -55,9 +59,20 @@ func (l offsetsLog) partition(p int32) (*replica.Partition, error) {
 // Append writes the records as one batch and waits, as acks=-1 does, for
 // the high watermark to pass it.
 func (l offsetsLog) Append(ctx context.Context, p int32, recs []group.Record) error {
-	rp, err := l.partition(p)
+	a, err := l.AppendLeader(p, recs)
 	if err != nil {
 		return err
+	}
+	return l.AwaitCommit(ctx, p, a)
+}
+
+// AppendLeader writes the records as one batch, as the leader, and
+// returns without waiting for the followers (group.PipelinedLog): the
+// coordinator waits with AwaitCommit after releasing the group's lock.
+func (l offsetsLog) AppendLeader(p int32, recs []group.Record) (group.Appended, error) {
+	rp, err := l.partition(p)
+	if err != nil {
+		return group.Appended{}, err
 	}
 	rs := make([]recordbatch.Record, len(recs))
 	for i, r := range recs {
@@ -67,32 +82,53 @@ func (l offsetsLog) Append(ctx context.Context, p int32, recs []group.Record) er
 		BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
 	}, rs)
 	if err != nil {
-		return fmt.Errorf("build %s-%d batch: %w", offsetsTopic, p, err)
+		return group.Appended{}, fmt.Errorf("build %s-%d batch: %w", offsetsTopic, p, err)
 	}
 	info, err := rp.AppendAsLeader(batch, -1)
 	if err != nil {
 		// Carry Kafka's code too: the coordinator answers by it (a lost
 		// leadership is NOT_COORDINATOR).
-		return fmt.Errorf("append to %s-%d: %w (%w)", offsetsTopic, p, err, kerr.ErrorForCode(errorCode(err)))
+		return group.Appended{}, fmt.Errorf("append to %s-%d: %w (%w)", offsetsTopic, p, err, kerr.ErrorForCode(errorCode(err)))
 	}
-	// Wait as acks=-1 does, on the same mechanism.
+	a := group.Appended{LastOffset: info.LastOffset, LeaderEpoch: info.LeaderEpoch}
+	// With the leader alone in the ISR the append committed it: the
+	// coordinator then completes at once, without a wait.
+	done, err := rp.AckState(a.LeaderEpoch, a.LastOffset)
+	if done && err != nil {
+		return group.Appended{}, l.commitError(p, a, err)
+	}
+	a.Committed = done
+	return a, nil
+}
+
+// AwaitCommit waits, as acks=-1 does and on the same mechanism, for the
+// high watermark to pass the batch a, or for it to become impossible.
+func (l offsetsLog) AwaitCommit(ctx context.Context, p int32, a group.Appended) error {
+	rp, err := l.partition(p)
+	if err != nil {
+		return err
+	}
 	w := replica.NewWaiter()
 	defer w.Done()
 	w.Watch(rp, replica.HighWatermark)
 	for {
-		done, err := rp.AckState(info.LeaderEpoch, info.LastOffset)
+		done, err := rp.AckState(a.LeaderEpoch, a.LastOffset)
 		if done && err != nil {
-			return fmt.Errorf("commit to %s-%d at %d: %w (%w)", offsetsTopic, p, info.LastOffset, err, kerr.ErrorForCode(errorCode(err)))
+			return l.commitError(p, a, err)
 		}
 		if done {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wait for %s-%d to commit offset %d: %w", offsetsTopic, p, info.LastOffset, ctx.Err())
+			return fmt.Errorf("wait for %s-%d to commit offset %d: %w", offsetsTopic, p, a.LastOffset, ctx.Err())
 		case <-w.C():
 		}
 	}
+}
+
+func (l offsetsLog) commitError(p int32, a group.Appended, err error) error {
+	return fmt.Errorf("commit to %s-%d at %d: %w (%w)", offsetsTopic, p, a.LastOffset, err, kerr.ErrorForCode(errorCode(err)))
 }
 
 // Replay reads the partition from its start to the log end offset, as
@@ -159,28 +195,56 @@ func (v topicsView) PartitionExists(topic string, p int32) bool {
 	return ok
 }
 
+// A partition of __consumer_offsets that the metadata says this broker
+// leads but whose replica is not open yet is looked at again after a
+// backoff doubling from groupRetryMin to groupRetryMax: the replica
+// manager tells no one when it opens a replica (reconcile does, on the
+// same metadata change, and retries failures with its own backoff).
+const (
+	groupRetryMin = 20 * time.Millisecond
+	groupRetryMax = time.Second
+)
+
 // watchGroupPartitions makes the coordinator own exactly the partitions
 // of __consumer_offsets this broker leads, following metadata changes.
-// A partition we lead but whose replica is not open yet is retried.
+// A led partition whose replica has not taken the leadership yet is
+// waited for on the replica itself (its role change wakes a Waiter); one
+// whose replica is not open yet is retried with a bounded backoff.
 func (b *Broker) watchGroupPartitions(ctx context.Context) {
+	var backoff time.Duration
 	for {
 		changed := b.meta.Changes()
+		w := replica.NewWaiter()
 		var retry <-chan time.Time
-		if b.syncGroupPartitions() {
-			retry = time.After(200 * time.Millisecond)
+		var timer *time.Timer
+		if b.syncGroupPartitions(w) {
+			backoff = min(max(2*backoff, groupRetryMin), groupRetryMax)
+			timer = time.NewTimer(backoff)
+			retry = timer.C
+		} else {
+			backoff = 0
 		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-changed:
+		case <-w.C():
 		case <-retry:
+		}
+		w.Done()
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
 		}
 	}
 }
 
-// syncGroupPartitions elects and resigns coordinator partitions; true if
-// some led partition is not ready yet.
-func (b *Broker) syncGroupPartitions() (pending bool) {
+// syncGroupPartitions elects and resigns coordinator partitions. A led
+// partition whose replica is not leading at the metadata's leader epoch
+// yet is registered with w (if not nil), whose channel its next role or
+// epoch change wakes; missing reports one whose replica is not open.
+func (b *Broker) syncGroupPartitions(w *replica.Waiter) (missing bool) {
 	t := b.meta.Image().TopicByName(offsetsTopic)
 	owned := b.groups.Owned()
 	lead := map[int32]bool{}
@@ -191,12 +255,21 @@ func (b *Broker) syncGroupPartitions() (pending bool) {
 				continue
 			}
 			rp := b.replicas.Get(storage.TopicPartition{Topic: offsetsTopic, Partition: p.Partition})
-			if rp == nil || !rp.IsLeader() {
-				pending = true
+			if rp == nil {
+				missing = true
+				continue
+			}
+			if w != nil {
+				// No event: only state changes (role, epoch, ISR,
+				// removal), which wake every waiter. Registered before
+				// the check, so that a change in between is not missed.
+				w.Watch(rp, 0)
+			}
+			if !rp.IsLeader() || rp.State().LeaderEpoch != p.LeaderEpoch {
 				continue
 			}
 			lead[p.Partition] = true
-			b.groups.Elect(p.Partition, n)
+			b.groups.ElectEpoch(p.Partition, n, p.LeaderEpoch)
 		}
 	}
 	for p := range owned {
@@ -204,7 +277,7 @@ func (b *Broker) syncGroupPartitions() (pending bool) {
 			b.groups.Resign(p)
 		}
 	}
-	return pending
+	return missing
 }
 
 // ensureOffsetsTopic creates __consumer_offsets on first need, as Kafka
@@ -245,6 +318,6 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) (*metadata.Topic, error
 		return nil, fmt.Errorf("create %s: %w", offsetsTopic, err)
 	}
 	b.log.Info("created internal topic", slog.String("topic", offsetsTopic), slog.Int("partitions", len(t.Partitions)), slog.Int("replication.factor", max(rf, 1)))
-	b.syncGroupPartitions()
+	b.syncGroupPartitions(nil)
 	return t, nil
 }

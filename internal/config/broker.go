@@ -99,6 +99,7 @@ type Broker struct {
 	OffsetsTopicReplicationFactor        int16 // offsets.topic.replication.factor (clamp to the broker count at creation)
 	OffsetsTopicSegmentBytes             int64 // offsets.topic.segment.bytes
 	OffsetsRetentionMinutes              int64 // offsets.retention.minutes
+	OffsetsCommitTimeoutMs               int64 // offsets.commit.timeout.ms
 	GroupInitialRebalanceDelayMs         int64 // group.initial.rebalance.delay.ms
 	GroupMinSessionTimeoutMs             int64 // group.min.session.timeout.ms
 	GroupMaxSessionTimeoutMs             int64 // group.max.session.timeout.ms

@@ -349,6 +349,8 @@ var brokerKeys = []brokerKey{
 		"Segment size of __consumer_offsets."),
 	intKey("offsets.retention.minutes", TypeInt, 10080, 1, math.MaxInt32, func(b *Broker) *int64 { return &b.OffsetsRetentionMinutes },
 		"Committed offsets of an empty group are kept this long."),
+	intKey("offsets.commit.timeout.ms", TypeInt, 5000, 1, math.MaxInt32, func(b *Broker) *int64 { return &b.OffsetsCommitTimeoutMs },
+		"A write of group state or offsets waits this long for the replicas of __consumer_offsets before it fails (COORDINATOR_NOT_AVAILABLE)."),
 	intKey("group.initial.rebalance.delay.ms", TypeInt, 3000, anyInt, math.MaxInt32, func(b *Broker) *int64 { return &b.GroupInitialRebalanceDelayMs },
 		"A new group waits this long for more members before its first rebalance."),
 	intKey("group.min.session.timeout.ms", TypeInt, 6000, anyInt, math.MaxInt32, func(b *Broker) *int64 { return &b.GroupMinSessionTimeoutMs },

@@ -116,7 +116,8 @@ func (c *Coordinator) DeleteGroups(ids []string) []error {
 }
 
 func (c *Coordinator) deleteGroup(id string) error {
-	g, err := c.lockOffsetsGroup(id, false)
+	// The deletion records are computed from a settled consumer group.
+	g, err := c.lockGroupIdle(id, false, true, true)
 	if err != nil {
 		return err
 	}
@@ -134,15 +135,45 @@ func (c *Coordinator) deleteGroup(id string) error {
 			recs = append(recs, r.encode())
 		}
 	}
-	for t := range g.offsets {
+	for t := range g.offsetKeys() {
 		recs = append(recs, offsetTombstone(g.id, t))
 	}
-	if err := c.write(g, recs...); err != nil {
+	// A barrier: until the tombstones commit the group stays as it was
+	// for readers, and every change to it waits (a commit appended after
+	// the tombstones belongs to the group's next life).
+	var result error
+	deleted := false
+	w, err := c.write(g, recs, barrierWrite, func(err error) {
+		result = err
+		if err == nil && g.state != Dead {
+			c.shutdownGroup(g, kerr.GroupIDNotFound)
+			deleted = true
+		}
+	})
+	if err != nil {
 		g.mu.Unlock()
 		return storeError(err)
 	}
-	c.shutdownGroup(g, kerr.GroupIDNotFound)
+	c.wait(g, w)
 	g.mu.Unlock()
-	c.forget(g)
+	if result != nil {
+		return storeError(result)
+	}
+	if deleted {
+		c.forget(g)
+	}
 	return nil
+}
+
+// offsetKeys are the partitions with a committed offset or a commit in
+// flight: the ones a deletion writes tombstones for.
+func (g *group) offsetKeys() map[tp]bool {
+	out := make(map[tp]bool, len(g.offsets)+len(g.pendingOffsets))
+	for t := range g.offsets {
+		out[t] = true
+	}
+	for t := range g.pendingOffsets {
+		out[t] = true
+	}
+	return out
 }

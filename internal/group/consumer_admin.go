@@ -138,7 +138,9 @@ func (cg *consumerGroup) deletionRecords(group string) []cgRecord {
 // consumerToClassic turns an empty consumer group into a classic one for
 // a JoinGroup (Kafka 4.0 converts empty groups either way). A consumer
 // group with members refuses classic members: GROUP_ID_NOT_FOUND, as
-// Kafka answers with group.consumer.migration.policy=disabled.
+// Kafka answers with group.consumer.migration.policy=disabled. The
+// conversion is a barrier write: it waits (g unlocked meanwhile) until
+// the records are committed, and returns with g locked again.
 func (c *Coordinator) consumerToClassic(g *group) *kerr.Error {
 	cg := g.consumer
 	if len(cg.members) > 0 {
@@ -149,11 +151,21 @@ func (c *Coordinator) consumerToClassic(g *group) *kerr.Error {
 	for i, r := range recs {
 		out[i] = r.encode()
 	}
-	if err := c.write(g, out...); err != nil {
+	var result error
+	w, err := c.write(g, out, barrierWrite, func(err error) {
+		result = err
+		if err == nil && g.state != Dead && g.consumer == cg {
+			g.consumer = nil
+			g.clearMetadata(c.clock.Now())
+		}
+	})
+	if err != nil {
 		return storeError(err)
 	}
-	g.consumer = nil
-	g.clearMetadata(c.clock.Now())
+	c.wait(g, w)
+	if result != nil {
+		return storeError(result)
+	}
 	return nil
 }
 

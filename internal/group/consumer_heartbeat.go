@@ -118,18 +118,32 @@ func (c *Coordinator) ConsumerHeartbeat(req ConsumerHeartbeatRequest) ConsumerHe
 	if req.MemberEpoch < 0 {
 		return c.consumerLeave(req)
 	}
-	g, err := c.lockGroup(req.Group, req.MemberEpoch == 0)
-	if err != nil {
-		return hbFail(asKerr(err), "%v", err)
+	for {
+		g, err := c.lockGroupIdle(req.Group, req.MemberEpoch == 0, false, false)
+		if err != nil {
+			return hbFail(asKerr(err), "%v", err)
+		}
+		if g == nil {
+			return hbFail(kerr.GroupIDNotFound, "Consumer group %s not found.", req.Group)
+		}
+		res, busy := c.consumerHeartbeatLocked(g, req)
+		c.unlockMaybeForget(g)
+		if busy == nil {
+			return res
+		}
+		// This heartbeat changes the group, and another change is being
+		// written: compute it again from the state that one leaves.
+		<-busy.done
 	}
-	if g == nil {
-		return hbFail(kerr.GroupIDNotFound, "Consumer group %s not found.", req.Group)
-	}
-	defer c.unlockMaybeForget(g)
-	return c.consumerHeartbeatLocked(g, req)
 }
 
-func (c *Coordinator) consumerHeartbeatLocked(g *group, req ConsumerHeartbeatRequest) ConsumerHeartbeatResult {
+// consumerHeartbeatLocked serves a heartbeat on g (locked). A heartbeat
+// that changes nothing is answered from the committed state at once,
+// even while another member's change is being written; one that changes
+// the group while another change is in flight returns that write, to be
+// waited for before trying again (its records would be computed from a
+// state about to change).
+func (c *Coordinator) consumerHeartbeatLocked(g *group, req ConsumerHeartbeatRequest) (ConsumerHeartbeatResult, *pendingWrite) {
 	var recs []cgRecord
 	var classicTombstone bool
 	cg := g.consumer
@@ -137,14 +151,14 @@ func (c *Coordinator) consumerHeartbeatLocked(g *group, req ConsumerHeartbeatReq
 		// An empty classic group (or one just created) becomes a
 		// consumer group; one with members stays what it is.
 		if req.MemberEpoch != 0 || !g.classicEmpty() {
-			return hbFail(kerr.GroupIDNotFound, "Group %s is not a consumer group.", g.id)
+			return hbFail(kerr.GroupIDNotFound, "Group %s is not a consumer group.", g.id), nil
 		}
 		classicTombstone = g.hasClassicMetadata()
 		cg = newConsumerGroup()
 	}
 	old, isNew, replaced, res := c.resolveMember(cg, req)
 	if res != nil {
-		return *res
+		return *res, nil
 	}
 	currentTarget := maps.Clone(cg.target)
 	subs := cg.subs() // the members as they will be, for metadata and assignment
@@ -204,50 +218,75 @@ func (c *Coordinator) consumerHeartbeatLocked(g *group, req ConsumerHeartbeatReq
 		recs = append(recs, cgRecord{kind: keyConsumerGroupCurrentMember, group: g.id, member: old.id, current: next})
 	}
 
-	if len(recs) > 0 || classicTombstone {
-		out := make([]Record, 0, len(recs)+1)
-		if classicTombstone {
-			out = append(out, groupTombstone(g.id))
+	// What the member is answered, once the records (if any) are applied.
+	answer := func() ConsumerHeartbeatResult {
+		m := cg.members[old.id]
+		if len(recs) > 0 {
+			c.log.Debug("consumer group heartbeat", slog.String("group", g.id), slog.String("member", m.id),
+				slog.Int("group.epoch", int(cg.epoch)), slog.Int("member.epoch", int(m.epoch)), slog.String("state", m.state.String()))
 		}
-		for _, r := range recs {
-			out = append(out, r.encode())
+		c.scheduleConsumerSession(g, m)
+		if m.state == memberUnrevoked && (old.state != memberUnrevoked || old.epoch != m.epoch || isNew) {
+			c.scheduleRevocation(g, m)
+		} else if m.state != memberUnrevoked && m.revokeTimer != nil {
+			m.revokeTimer.Stop()
+			m.revokeSeq++
 		}
-		if err := c.write(g, out...); err != nil {
-			c.log.Warn("store consumer group heartbeat", slog.String("group", g.id), slog.String("member", old.id), slog.Any("err", err))
-			return hbFail(storeError(err), "%v", err)
+		out := ConsumerHeartbeatResult{MemberID: m.id, MemberEpoch: m.epoch, HeartbeatInterval: c.cfg.ConsumerHeartbeatInterval}
+		full := req.MemberEpoch == 0 ||
+			(req.RebalanceTimeoutMs != -1 && (req.SubscribedTopics != nil || req.SubscribedRegex != nil) && req.Owned != nil)
+		if full || !m.assigned.equal(old.assigned) {
+			out.Assignment = []TopicPartitionsByID{}
+			for _, id := range sortedKeys(m.assigned) {
+				out.Assignment = append(out.Assignment, TopicPartitionsByID{TopicID: id, Partitions: slices.Clone(m.assigned[id])})
+			}
 		}
+		return out
 	}
-	if g.consumer == nil {
-		g.clearMetadata(c.clock.Now())
-		g.consumer = cg
+	if len(recs) == 0 && !classicTombstone {
+		return answer(), nil
+	}
+	if g.consumerWrite != nil {
+		return ConsumerHeartbeatResult{}, g.consumerWrite
+	}
+	out := make([]Record, 0, len(recs)+1)
+	if classicTombstone {
+		out = append(out, groupTombstone(g.id))
 	}
 	for _, r := range recs {
-		cg.apply(r)
+		out = append(out, r.encode())
 	}
-	g.syncConsumerState(c.clock.Now())
-	m := cg.members[old.id]
-	if len(recs) > 0 {
-		c.log.Debug("consumer group heartbeat", slog.String("group", g.id), slog.String("member", m.id),
-			slog.Int("group.epoch", int(cg.epoch)), slog.Int("member.epoch", int(m.epoch)), slog.String("state", m.state.String()))
+	kind := consumerWrite
+	if g.consumer == nil {
+		kind = barrierWrite // the group becomes a consumer group
 	}
-	c.scheduleConsumerSession(g, m)
-	if m.state == memberUnrevoked && (old.state != memberUnrevoked || old.epoch != m.epoch || isNew) {
-		c.scheduleRevocation(g, m)
-	} else if m.state != memberUnrevoked && m.revokeTimer != nil {
-		m.revokeTimer.Stop()
-		m.revokeSeq++
-	}
-
-	out := ConsumerHeartbeatResult{MemberID: m.id, MemberEpoch: m.epoch, HeartbeatInterval: c.cfg.ConsumerHeartbeatInterval}
-	full := req.MemberEpoch == 0 ||
-		(req.RebalanceTimeoutMs != -1 && (req.SubscribedTopics != nil || req.SubscribedRegex != nil) && req.Owned != nil)
-	if full || !m.assigned.equal(old.assigned) {
-		out.Assignment = []TopicPartitionsByID{}
-		for _, id := range sortedKeys(m.assigned) {
-			out.Assignment = append(out.Assignment, TopicPartitionsByID{TopicID: id, Partitions: slices.Clone(m.assigned[id])})
+	var result ConsumerHeartbeatResult
+	w, err := c.write(g, out, kind, func(err error) {
+		switch {
+		case err != nil:
+			c.log.Warn("store consumer group heartbeat", slog.String("group", g.id), slog.String("member", old.id), slog.Any("err", err))
+			result = hbFail(storeError(err), "%v", err)
+			return
+		case g.state == Dead:
+			result = hbFail(kerr.NotCoordinator, "The coordinator of group %s moved.", g.id)
+			return
 		}
+		if g.consumer == nil {
+			g.clearMetadata(c.clock.Now())
+			g.consumer = cg
+		}
+		for _, r := range recs {
+			cg.apply(r)
+		}
+		g.syncConsumerState(c.clock.Now())
+		result = answer()
+	})
+	if err != nil {
+		c.log.Warn("store consumer group heartbeat", slog.String("group", g.id), slog.String("member", old.id), slog.Any("err", err))
+		return hbFail(storeError(err), "%v", err), nil
 	}
-	return out
+	c.wait(g, w)
+	return result, nil
 }
 
 // resolveMember finds (or, joining, makes) the member a heartbeat is

@@ -187,7 +187,9 @@ func (c *Coordinator) scheduleRevocation(g *group, m *cmember) {
 }
 
 // onConsumerTimeout fences a member whose session or revocation timer
-// fired and is still current.
+// fired and is still current. While another change of the group is being
+// written it looks again once that is done (the member may have
+// heartbeated meanwhile).
 func (c *Coordinator) onConsumerTimeout(g *group, id string, seq uint64, revoke bool, reason string) {
 	g.mu.Lock()
 	defer c.unlockMaybeForget(g)
@@ -201,15 +203,32 @@ func (c *Coordinator) onConsumerTimeout(g *group, id string, seq uint64, revoke 
 	if revoke && (m.revokeSeq != seq || m.state != memberUnrevoked) || !revoke && m.sessionSeq != seq {
 		return
 	}
-	if err := c.fenceMember(g, m, reason); err != nil {
-		// Try again later rather than keep a dead member forever.
-		c.scheduleConsumerSession(g, m)
+	if busy := g.consumerWrite; busy != nil {
+		go func() {
+			<-busy.done
+			c.onConsumerTimeout(g, id, seq, revoke, reason)
+		}()
+		return
 	}
+	retry := func(err error) {
+		// Try again later rather than keep a dead member forever.
+		if err != nil && g.state != Dead && g.consumer != nil && g.consumer.members[id] == m {
+			c.scheduleConsumerSession(g, m)
+		}
+	}
+	w, err := c.fenceMember(g, m, reason, retry)
+	if err != nil {
+		retry(err)
+		return
+	}
+	c.waitAsync(g, w)
 }
 
 // fenceMember removes m from the group and bumps the group epoch, so
 // its partitions are reassigned at the next heartbeat of the others.
-func (c *Coordinator) fenceMember(g *group, m *cmember, reason string) error {
+// done is called as writeConsumer's is. No other consumer group write of
+// g may be in flight.
+func (c *Coordinator) fenceMember(g *group, m *cmember, reason string, done func(error)) (*pendingWrite, error) {
 	cg := g.consumer
 	recs := removalRecords(g.id, m.id)
 	subs := cg.subs()
@@ -219,36 +238,49 @@ func (c *Coordinator) fenceMember(g *group, m *cmember, reason string) error {
 		recs = append(recs, cgRecord{kind: keyConsumerGroupPartitionMeta, group: g.id, topics: topics})
 	}
 	recs = append(recs, cgRecord{kind: keyConsumerGroupMetadata, group: g.id, epoch: cg.epoch + 1})
-	if err := c.writeConsumer(g, recs); err != nil {
-		c.log.Warn("remove consumer group member", slog.String("group", g.id), slog.String("member", m.id), slog.Any("err", err))
-		return err
+	id := m.id
+	w, err := c.writeConsumer(g, recs, func(err error) {
+		if err != nil {
+			c.log.Warn("remove consumer group member", slog.String("group", g.id), slog.String("member", id), slog.Any("err", err))
+		} else if g.state != Dead {
+			c.log.Info("member removed from consumer group", slog.String("group", g.id), slog.String("member", id),
+				slog.String("reason", reason), slog.Int("group.epoch", int(cg.epoch)))
+		}
+		done(err)
+	})
+	if err != nil {
+		c.log.Warn("remove consumer group member", slog.String("group", g.id), slog.String("member", id), slog.Any("err", err))
 	}
-	c.log.Info("member removed from consumer group", slog.String("group", g.id), slog.String("member", m.id),
-		slog.String("reason", reason), slog.Int("group.epoch", int(cg.epoch)))
-	return nil
+	return w, err
 }
 
-// writeConsumer writes records and, once committed, applies them.
-func (c *Coordinator) writeConsumer(g *group, recs []cgRecord) error {
+// writeConsumer appends consumer group records and, once they are
+// committed, applies them; then done gets the write's outcome (see
+// write). No other consumer group write of g may be in flight: the
+// records are computed from the state as it is.
+func (c *Coordinator) writeConsumer(g *group, recs []cgRecord, done func(error)) (*pendingWrite, error) {
 	out := make([]Record, len(recs))
 	for i, r := range recs {
 		out[i] = r.encode()
 	}
-	if err := c.write(g, out...); err != nil {
-		return err
-	}
-	for _, r := range recs {
-		g.consumer.apply(r)
-	}
-	g.syncConsumerState(c.clock.Now())
-	return nil
+	cg := g.consumer
+	return c.write(g, out, consumerWrite, func(err error) {
+		if err == nil && g.state != Dead && g.consumer == cg {
+			for _, r := range recs {
+				cg.apply(r)
+			}
+			g.syncConsumerState(c.clock.Now())
+		}
+		done(err)
+	})
 }
 
 // consumerLeave handles a heartbeat with epoch -1 (leave) or -2 (a
 // static member leaving for a while: it keeps its partitions until its
 // session expires or its successor joins).
 func (c *Coordinator) consumerLeave(req ConsumerHeartbeatRequest) ConsumerHeartbeatResult {
-	g, err := c.lockGroup(req.Group, false)
+	// A leave always writes: it waits for the group's state to settle.
+	g, err := c.lockGroupIdle(req.Group, false, false, true)
 	if err != nil {
 		return hbFail(asKerr(err), "%v", err)
 	}
@@ -274,18 +306,29 @@ func (c *Coordinator) consumerLeave(req ConsumerHeartbeatRequest) ConsumerHeartb
 		return hbFail(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.Group)
 	}
 	res := ConsumerHeartbeatResult{MemberID: m.id, MemberEpoch: req.MemberEpoch, HeartbeatInterval: c.cfg.ConsumerHeartbeatInterval}
+	var result error
+	done := func(err error) { result = err }
+	var w *pendingWrite
 	if req.MemberEpoch == staticLeaveEpoch {
 		a := m.memberAssignment.clone()
 		a.prevEpoch, a.epoch = a.epoch, staticLeaveEpoch
 		rec := cgRecord{kind: keyConsumerGroupCurrentMember, group: g.id, member: m.id, current: a}
-		if err := c.writeConsumer(g, []cgRecord{rec}); err != nil {
-			return hbFail(storeError(err), "%v", err)
-		}
-		c.log.Info("static member left consumer group for now", slog.String("group", g.id), slog.String("member", m.id))
-		return res
+		id := m.id
+		w, err = c.writeConsumer(g, []cgRecord{rec}, func(err error) {
+			if err == nil {
+				c.log.Info("static member left consumer group for now", slog.String("group", g.id), slog.String("member", id))
+			}
+			done(err)
+		})
+	} else {
+		w, err = c.fenceMember(g, m, "left the group", done)
 	}
-	if err := c.fenceMember(g, m, "left the group"); err != nil {
+	if err != nil {
 		return hbFail(storeError(err), "%v", err)
+	}
+	c.wait(g, w)
+	if result != nil {
+		return hbFail(storeError(result), "%v", result)
 	}
 	return res
 }

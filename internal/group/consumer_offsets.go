@@ -1,7 +1,6 @@
 package group
 
 import (
-	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -84,12 +83,15 @@ func (c *Coordinator) FetchOffsetsAs(groupID string, memberID *string, memberEpo
 // consumer groups), and deletes an empty group left without offsets.
 func (c *Coordinator) expireConsumerGroup(g *group, now time.Time) int {
 	cg := g.consumer
+	if g.consumerWrite != nil {
+		return 0 // its members are changing: look again next pass
+	}
 	subscribed := c.consumerSubscribed(cg)
 	var recs []Record
 	var gone []tp
 	for t, o := range g.offsets {
-		if subscribed[t.topic] {
-			continue // consumed now: no retention rule applies
+		if subscribed[t.topic] || g.pendingOffsets[t] > 0 {
+			continue // consumed now (no retention rule applies), or being committed
 		}
 		expired := !now.Before(o.CommitTime.Add(c.cfg.OffsetsRetention))
 		if !o.ExpireTime.IsZero() {
@@ -100,26 +102,11 @@ func (c *Coordinator) expireConsumerGroup(g *group, now time.Time) int {
 			gone = append(gone, t)
 		}
 	}
-	deleteGroup := len(cg.members) == 0 && len(gone) == len(g.offsets)
+	deleteGroup := len(cg.members) == 0 && len(gone) == len(g.offsets) && len(g.writes) == 0
 	if deleteGroup {
 		for _, r := range cg.deletionRecords(g.id) {
 			recs = append(recs, r.encode())
 		}
 	}
-	if len(recs) == 0 {
-		return 0
-	}
-	if err := c.write(g, recs...); err != nil {
-		c.log.Warn("expire offsets", slog.String("group", g.id), slog.Any("err", err))
-		return 0
-	}
-	for _, t := range gone {
-		delete(g.offsets, t)
-	}
-	if deleteGroup {
-		c.shutdownGroup(g, kerr.GroupIDNotFound)
-		c.forget(g)
-	}
-	c.log.Info("expired offsets", slog.String("group", g.id), slog.Int("offsets", len(gone)), slog.Bool("group.deleted", deleteGroup))
-	return len(gone)
+	return c.writeExpiry(g, recs, gone, deleteGroup)
 }

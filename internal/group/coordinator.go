@@ -10,7 +10,8 @@ import (
 )
 
 // Log is the coordinator's view of the __consumer_offsets partitions this
-// broker leads. The broker implements it on its replicas.
+// broker leads. The broker implements it on its replicas, as a
+// PipelinedLog.
 type Log interface {
 	// Append writes records (keyed; nil value = tombstone) to partition
 	// p and returns once they are committed (acks=-1) or failed.
@@ -19,6 +20,56 @@ type Log interface {
 	// to the end of the log (as Kafka's coordinator loads it).
 	Replay(ctx context.Context, p int32, fn func(Record) error) error
 }
+
+// PipelinedLog is a Log that separates appending from waiting for the
+// replicas, as Kafka's coordinator does: records are appended under the
+// group's lock, so that the log holds them in the order the group
+// changed, and the wait for the high watermark happens without it, so
+// that the group's other requests go on meanwhile (write.go). A Log that
+// is not a PipelinedLog is used through Append, under the lock: fine for
+// a log whose Append does not wait (an in-memory one).
+type PipelinedLog interface {
+	Log
+	// AppendLeader appends records to partition p as one batch, as its
+	// leader, without waiting for replication. Appends to a partition
+	// land in the order of the calls. An error means the records will not
+	// be committed through this call: nothing was appended
+	// (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, a storage error), or
+	// the leadership was lost right after the append.
+	AppendLeader(p int32, records []Record) (Appended, error)
+	// AwaitCommit returns nil once the batch a is committed (the high
+	// watermark passed it), or the reason it cannot be any more (the
+	// leadership was lost, the ISR fell below min.insync.replicas), or
+	// ctx's error.
+	AwaitCommit(ctx context.Context, p int32, a Appended) error
+}
+
+// Appended is where AppendLeader put a batch: its last offset and the
+// leader epoch it was written in.
+type Appended struct {
+	LastOffset  int64
+	LeaderEpoch int32
+	// Committed: the batch was committed when AppendLeader returned (the
+	// leader is the only replica in the ISR); there is nothing to wait for.
+	Committed bool
+}
+
+// syncLog adapts a plain Log: every append is committed when it returns.
+type syncLog struct {
+	Log
+	timeout time.Duration
+}
+
+func (l syncLog) AppendLeader(p int32, recs []Record) (Appended, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	defer cancel()
+	if err := l.Append(ctx, p, recs); err != nil {
+		return Appended{}, err
+	}
+	return Appended{LastOffset: -1, LeaderEpoch: -1, Committed: true}, nil
+}
+
+func (syncLog) AwaitCommit(context.Context, int32, Appended) error { return nil }
 
 // Topics answers whether a partition exists, for offset commits.
 type Topics interface {
@@ -53,6 +104,7 @@ type Coordinator struct {
 	cfg   Config
 	clock Clock
 	log   *slog.Logger
+	plog  PipelinedLog // cfg.Log
 
 	mu            sync.Mutex
 	numPartitions int32
@@ -63,10 +115,14 @@ type Coordinator struct {
 }
 
 // ownedPartition is a partition of __consumer_offsets we lead: loading
-// until its replay is done.
+// until its replay is done. ctx lives as long as we own it: Resign
+// cancels it with NOT_COORDINATOR as the cause, which ends the load and
+// every wait for a commit of its groups' records.
 type ownedPartition struct {
 	loaded bool
-	cancel context.CancelFunc
+	epoch  int32 // the leader epoch it was elected at; -1: unknown
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 	done   chan struct{}
 }
 
@@ -98,6 +154,11 @@ func New(cfg Config) *Coordinator {
 		cfg: cfg, clock: cfg.Clock, log: cfg.Logger,
 		parts: map[int32]*ownedPartition{}, groups: map[string]*group{},
 	}
+	if pl, ok := cfg.Log.(PipelinedLog); ok {
+		c.plog = pl
+	} else {
+		c.plog = syncLog{Log: cfg.Log, timeout: cfg.CommitTimeout}
+	}
 	c.scheduleExpiry()
 	return c
 }
@@ -124,18 +185,37 @@ func (c *Coordinator) Close() {
 // __consumer_offsets with n partitions. The partition is replayed in the
 // background; its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile.
 // Electing an owned partition again does nothing.
-func (c *Coordinator) Elect(p, n int32) {
+func (c *Coordinator) Elect(p, n int32) { c.ElectEpoch(p, n, -1) }
+
+// ElectEpoch is Elect at the partition's leader epoch (Kafka's
+// coordinator epoch). Owned at another epoch, the partition is resigned
+// and loaded again: the leadership went away and came back, and another
+// coordinator may have written to it meanwhile. -1 matches any epoch.
+func (c *Coordinator) ElectEpoch(p, n, epoch int32) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return
 	}
 	c.numPartitions = n
-	if c.parts[p] != nil {
-		return
+	if op := c.parts[p]; op != nil {
+		if epoch < 0 || op.epoch < 0 || op.epoch == epoch {
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		c.log.Info("consumer offsets partition led again at a new leader epoch; reloading",
+			slog.Int("partition", int(p)), slog.Int("old.epoch", int(op.epoch)), slog.Int("epoch", int(epoch)))
+		c.Resign(p)
+		c.mu.Lock()
+		if c.closed || c.parts[p] != nil {
+			c.mu.Unlock()
+			return
+		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	op := &ownedPartition{cancel: cancel, done: make(chan struct{})}
+	defer c.mu.Unlock()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	op := &ownedPartition{epoch: epoch, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	c.parts[p] = op
 	go func() {
 		defer close(op.done)
@@ -144,8 +224,9 @@ func (c *Coordinator) Elect(p, n int32) {
 }
 
 // Resign forgets partition p's groups (another broker leads it now, or
-// the topic went away). Members waiting in JoinGroup or SyncGroup are
-// answered NOT_COORDINATOR and find the new coordinator.
+// the topic went away). Members waiting in JoinGroup or SyncGroup, and
+// requests waiting for their records to commit, are answered
+// NOT_COORDINATOR and find the new coordinator.
 func (c *Coordinator) Resign(p int32) {
 	c.mu.Lock()
 	op := c.parts[p]
@@ -159,7 +240,7 @@ func (c *Coordinator) Resign(p int32) {
 	}
 	c.mu.Unlock()
 	if op != nil {
-		op.cancel()
+		op.cancel(kerr.NotCoordinator)
 		<-op.done
 	}
 	for _, g := range gs {
@@ -283,6 +364,7 @@ func (c *Coordinator) lockGroupID(id string, create, allowEmpty bool) (*group, e
 		g := c.groups[id]
 		if g == nil && create {
 			g = newGroup(id, p, c.clock.Now())
+			g.ctx = c.parts[p].ctx
 			c.groups[id] = g
 		}
 		c.mu.Unlock()
@@ -321,14 +403,9 @@ func (c *Coordinator) snapshotGroups() []*group {
 	return out
 }
 
-// write appends records for g (held locked) to its partition.
-func (c *Coordinator) write(g *group, recs ...Record) error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.CommitTimeout)
-	defer cancel()
-	return c.cfg.Log.Append(ctx, g.partition, recs)
-}
-
-// storeGroup persists g's metadata (members, generation, assignments).
-func (c *Coordinator) storeGroup(g *group) error {
-	return c.write(g, groupRecord(g.id, g.metadataValue(c.clock.Now())))
+// storeGroup appends g's metadata (members, generation, and the given
+// assignments, or the members' own if nil); complete runs once it is
+// committed or failed (see write).
+func (c *Coordinator) storeGroup(g *group, assignments map[string][]byte, complete func(error)) (*pendingWrite, error) {
+	return c.write(g, []Record{groupRecord(g.id, g.metadataValueWith(c.clock.Now(), assignments))}, plainWrite, complete)
 }

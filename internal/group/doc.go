@@ -16,7 +16,10 @@
 // session and rebalance timeouts with a fake one.
 //
 // Concurrency: one mutex per group guards that group's state; the
-// coordinator's mutex guards only the maps of partitions and groups and
-// is never taken while a group's mutex is held. Timers re-check, under the
-// group's mutex, that they are still current before acting.
+// coordinator's mutex guards only the maps of partitions and groups, and
+// a group's mutex is never taken while the coordinator's is held. Timers
+// re-check, under the group's mutex, that they are still current before
+// acting. Records are appended under the group's mutex, but the wait for
+// them to replicate happens without it, and what they change is applied
+// once they are committed, in log order (write.go).
 package group

@@ -25,8 +25,10 @@ func (c *Coordinator) scheduleExpiry() {
 // that long; those of a stable consumer group for topics no member
 // subscribes to any more; those of a group used only to store offsets by
 // their commit time; and any commit that carried its own expire time.
-// An empty group left without offsets is deleted. It returns how many
-// offsets expired.
+// An empty group left without offsets is deleted. Offsets with a commit
+// in flight are left for the next pass, as Kafka leaves them. It returns
+// how many offsets it expired (their tombstones appended: a group waits
+// for them in the background, and keeps them should the write fail).
 func (c *Coordinator) ExpireOffsets() int {
 	now := c.clock.Now()
 	total := 0
@@ -40,7 +42,7 @@ func (c *Coordinator) ExpireOffsets() int {
 }
 
 func (c *Coordinator) expireGroup(g *group, now time.Time) int {
-	if g.state == Dead {
+	if g.state == Dead || g.barrier != nil {
 		return 0
 	}
 	if g.consumer != nil {
@@ -51,6 +53,9 @@ func (c *Coordinator) expireGroup(g *group, now time.Time) int {
 	var recs []Record
 	var gone []tp
 	for t, o := range g.offsets {
+		if g.pendingOffsets[t] > 0 {
+			continue // its new commit is about to land
+		}
 		// A commit's own expire time replaces the retention rule, but only
 		// for offsets that may expire at all: never those of a topic an
 		// active group consumes (Kafka's removeExpiredOffsets).
@@ -74,24 +79,45 @@ func (c *Coordinator) expireGroup(g *group, now time.Time) int {
 			gone = append(gone, t)
 		}
 	}
-	deleteGroup := g.state == Empty && len(g.members) == 0 && len(gone) == len(g.offsets) && len(g.pending) == 0
+	deleteGroup := g.state == Empty && len(g.members) == 0 && len(gone) == len(g.offsets) && len(g.pending) == 0 &&
+		len(g.writes) == 0
 	if deleteGroup {
 		recs = append(recs, groupTombstone(g.id))
 	}
+	return c.writeExpiry(g, recs, gone, deleteGroup)
+}
+
+// writeExpiry writes the tombstones of an expiry pass for g and, once
+// they are committed, forgets the offsets (and the group, if asked).
+func (c *Coordinator) writeExpiry(g *group, recs []Record, gone []tp, deleteGroup bool) int {
 	if len(recs) == 0 {
 		return 0
 	}
-	if err := c.write(g, recs...); err != nil {
+	kind := plainWrite
+	if deleteGroup {
+		kind = barrierWrite
+	}
+	w, err := c.write(g, recs, kind, func(err error) {
+		if err != nil {
+			c.log.Warn("expire offsets", slog.String("group", g.id), slog.Any("err", err))
+			return
+		}
+		if g.state == Dead {
+			return
+		}
+		for _, t := range gone {
+			delete(g.offsets, t)
+		}
+		if deleteGroup {
+			c.shutdownGroup(g, kerr.GroupIDNotFound)
+			c.forget(g) // lock order allows c.mu under g.mu, never the reverse
+		}
+		c.log.Info("expired offsets", slog.String("group", g.id), slog.Int("offsets", len(gone)), slog.Bool("group.deleted", deleteGroup))
+	})
+	if err != nil {
 		c.log.Warn("expire offsets", slog.String("group", g.id), slog.Any("err", err))
 		return 0
 	}
-	for _, t := range gone {
-		delete(g.offsets, t)
-	}
-	if deleteGroup {
-		c.shutdownGroup(g, kerr.GroupIDNotFound)
-		c.forget(g) // lock order allows c.mu under g.mu, never the reverse
-	}
-	c.log.Info("expired offsets", slog.String("group", g.id), slog.Int("offsets", len(gone)), slog.Bool("group.deleted", deleteGroup))
+	c.waitAsync(g, w)
 	return len(gone)
 }

@@ -1,7 +1,6 @@
 package group
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -78,54 +77,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 		c.mu.Unlock()
 		next.f()
 	}
-}
-
-// memLog is an in-memory __consumer_offsets.
-type memLog struct {
-	mu      sync.Mutex
-	parts   map[int32][]Record
-	failErr error         // if set, Append fails with it
-	gate    chan struct{} // if set, Replay waits for it to close
-}
-
-func newMemLog() *memLog { return &memLog{parts: map[int32][]Record{}} }
-
-func (l *memLog) Append(ctx context.Context, p int32, recs []Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.failErr != nil {
-		return l.failErr
-	}
-	l.parts[p] = append(l.parts[p], recs...)
-	return nil
-}
-
-func (l *memLog) Replay(ctx context.Context, p int32, fn func(Record) error) error {
-	l.mu.Lock()
-	gate := l.gate
-	l.mu.Unlock()
-	if gate != nil {
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	l.mu.Lock()
-	recs := slices.Clone(l.parts[p])
-	l.mu.Unlock()
-	for _, r := range recs {
-		if err := fn(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (l *memLog) count(p int32) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.parts[p])
 }
 
 // memTopics knows topics "t1" (4 partitions) and "t2" (2 partitions).

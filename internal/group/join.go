@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -75,24 +76,37 @@ func (c *Coordinator) join(req JoinRequest, cb func(JoinResult)) {
 		fail(kerr.InvalidSessionTimeout)
 		return
 	}
-	g, err := c.lockGroup(req.Group, req.MemberID == "")
-	if err != nil {
-		fail(asKerr(err))
-		return
-	}
-	if g == nil {
-		fail(kerr.UnknownMemberID)
-		return
-	}
-	defer c.unlockMaybeForget(g)
-	if g.consumer != nil {
-		if err := c.consumerToClassic(g); err != nil {
-			fail(err)
+	for {
+		// Waiting for a consumer group's state to settle: converting it
+		// writes records computed from it.
+		g, err := c.lockGroupIdle(req.Group, req.MemberID == "", false, true)
+		if err != nil {
+			fail(asKerr(err))
 			return
 		}
+		if g == nil {
+			fail(kerr.UnknownMemberID)
+			return
+		}
+		if g.consumer == nil {
+			c.joinLocked(g, req, cb)
+			c.unlockMaybeForget(g)
+			return
+		}
+		kerrErr := c.consumerToClassic(g)
+		c.unlockMaybeForget(g)
+		if kerrErr != nil {
+			fail(kerrErr)
+			return
+		}
+		// Converted: look again, the group may have changed meanwhile.
 	}
+}
+
+// joinLocked is join on the classic group g, locked.
+func (c *Coordinator) joinLocked(g *group, req JoinRequest, cb func(JoinResult)) {
 	if !g.supportsProtocols(req.ProtocolType, req.Protocols) {
-		fail(kerr.InconsistentGroupProtocol)
+		cb(JoinResult{Err: kerr.InconsistentGroupProtocol, MemberID: req.MemberID, Generation: -1})
 		return
 	}
 	if req.MemberID == "" {
@@ -182,19 +196,47 @@ func (c *Coordinator) replaceStaticMember(g *group, oldID, newID string, req Joi
 			c.prepareRebalance(g)
 			return
 		}
-		if err := c.storeGroup(g); err != nil {
+		// As Kafka does, the replacement is in force at once (the old
+		// instance is fenced) and answered once it is committed.
+		gen := g.generation
+		undo := func(err error) {
 			// Undo, so that the old instance is not fenced by a change
-			// that never became durable.
-			g.replaceStaticMember(newID, oldID)
-			m.clientID, m.clientHost, m.protocols = old.clientID, old.clientHost, old.protocols
-			m.sessionTimeout, m.rebalanceTimeout = old.sessionTimeout, old.rebalanceTimeout
-			c.scheduleHeartbeat(g, m)
+			// that never became durable, unless the group moved on.
+			if g.state != Dead && g.generation == gen && g.members[newID] == m && g.static[m.instanceID] == newID {
+				g.replaceStaticMember(newID, oldID)
+				m.clientID, m.clientHost, m.protocols = old.clientID, old.clientHost, old.protocols
+				m.sessionTimeout, m.rebalanceTimeout = old.sessionTimeout, old.rebalanceTimeout
+				c.scheduleHeartbeat(g, m)
+			}
 			cb(JoinResult{Err: storeError(err), MemberID: req.MemberID, Generation: -1})
+		}
+		w, err := c.storeGroup(g, nil, func(err error) {
+			switch {
+			case err != nil:
+				c.log.Warn("store static member replacement", slog.String("group", g.id), slog.Any("err", err))
+				undo(err)
+			case g.state == Dead:
+				cb(JoinResult{Err: kerr.NotCoordinator, MemberID: req.MemberID, Generation: -1})
+			case g.members[newID] != m && g.static[m.instanceID] != "":
+				// A later instance took the place over meanwhile.
+				cb(JoinResult{Err: kerr.FencedInstanceID, MemberID: newID, Generation: -1})
+			case g.members[newID] != m:
+				cb(JoinResult{Err: kerr.UnknownMemberID, MemberID: newID, Generation: -1})
+			case g.state == PreparingRebalance && m.joinCB == nil:
+				// A rebalance started meanwhile: take part in it.
+				m.joinCB = cb
+				c.tryCompleteJoin(g)
+			default:
+				r := c.currentResult(g, m)
+				r.SkipAssignment = m.id == g.leader && g.state == Stable
+				cb(r)
+			}
+		})
+		if err != nil {
+			undo(err)
 			return
 		}
-		r := c.currentResult(g, m)
-		r.SkipAssignment = m.id == g.leader
-		cb(r)
+		c.waitAsync(g, w)
 	case CompletingRebalance:
 		// The leader may have assigned to the old id: start over.
 		m.joinCB = cb
@@ -326,8 +368,16 @@ func (c *Coordinator) completeJoin(g *group) {
 	if len(g.members) == 0 {
 		g.protocol, g.leader = "", ""
 		g.transition(Empty, now)
-		if err := c.storeGroup(g); err != nil {
-			c.log.Warn("store empty group", "group", g.id, "generation", g.generation, "err", err)
+		gen := g.generation
+		logErr := func(err error) {
+			if err != nil {
+				c.log.Warn("store empty group", "group", g.id, "generation", gen, "err", err)
+			}
+		}
+		if w, err := c.storeGroup(g, nil, logErr); err != nil {
+			logErr(err)
+		} else {
+			c.waitAsync(g, w)
 		}
 		return
 	}
@@ -393,7 +443,8 @@ func (c *Coordinator) expirePending(g *group, id string) {
 // member): Kafka would not have created it.
 func (c *Coordinator) unlockMaybeForget(g *group) {
 	unused := g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 &&
-		len(g.offsets) == 0 && g.generation == 0 && g.consumer == nil
+		len(g.offsets) == 0 && g.generation == 0 && g.consumer == nil &&
+		len(g.writes) == 0 && len(g.pendingOffsets) == 0
 	if unused {
 		g.transition(Dead, c.clock.Now())
 	}

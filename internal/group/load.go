@@ -100,6 +100,7 @@ func (c *Coordinator) install(p int32, op *ownedPartition, groups map[string]*gr
 		return
 	}
 	for id, g := range groups {
+		g.ctx = op.ctx
 		c.groups[id] = g
 	}
 	op.loaded = true

@@ -88,3 +88,40 @@ func TestReplaySkipsForeignAndCorruptRecords(t *testing.T) {
 		t.Fatalf("%+v", f)
 	}
 }
+
+// A partition led again at a new leader epoch is loaded again: between
+// the two elections another coordinator may have written to it (here a
+// commit appended behind this one's back), and a write still waiting
+// from the old epoch is answered NOT_COORDINATOR. The same epoch again
+// changes nothing.
+func TestElectAtANewEpochReloads(t *testing.T) {
+	clock, log := newFakeClock(), newMemLog()
+	e := &env{t: t, c: New(testConfig(clock, log)), clock: clock, log: log}
+	t.Cleanup(e.c.Close)
+	loaded := func() {
+		t.Helper()
+		waitFor(t, "partition 0 loaded", func() bool { return e.c.Owned()[0] })
+	}
+	e.c.ElectEpoch(0, 1, 4)
+	loaded()
+	wantErr(t, commit(e, simpleCommit("g", 0, 5))[0], nil)
+	log.hold()
+	waiting := e.commitAsync(simpleCommit("g", 1, 6))
+	log.waitHeld(t, 1)
+	log.mu.Lock()
+	log.holding = false
+	log.parts[0] = append(log.parts[0], offsetRecord("g", tp{"t1", 0}, Offset{Offset: 9, LeaderEpoch: -1, CommitTime: clock.Now()}))
+	log.mu.Unlock()
+
+	e.c.ElectEpoch(0, 1, 4)
+	loaded()
+	if f := fetchOne(t, e, "g", "t1", 0); f.Offset != 5 {
+		t.Fatalf("same epoch: %+v, want the state kept (5)", f)
+	}
+	e.c.ElectEpoch(0, 1, 6)
+	wantErr(t, answer(t, "commit from the old epoch", waiting)[0], kerr.NotCoordinator)
+	loaded()
+	if f := fetchOne(t, e, "g", "t1", 0); f.Offset != 9 {
+		t.Fatalf("new epoch: %+v, want the log's 9", f)
+	}
+}

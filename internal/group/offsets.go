@@ -63,7 +63,7 @@ func (c *Coordinator) CommitOffsets(req CommitRequest) []error {
 		}
 		return errs
 	}
-	g, err := c.lockOffsetsGroup(req.Group, req.Generation < 0)
+	g, err := c.lockGroupIdle(req.Group, req.Generation < 0, true, false)
 	if err != nil {
 		return setAll(err)
 	}
@@ -99,24 +99,53 @@ func (c *Coordinator) CommitOffsets(req CommitRequest) []error {
 	now := c.clock.Now()
 	recs := make([]Record, 0, len(valid))
 	stored := make([]Offset, 0, len(valid))
+	tps := make([]tp, 0, len(valid))
 	for _, i := range valid {
 		o := req.Offsets[i]
 		off := Offset{Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, CommitTime: now}
 		if req.Retention > 0 {
 			off.ExpireTime = now.Add(req.Retention)
 		}
-		recs = append(recs, offsetRecord(g.id, tp{o.Topic, o.Partition}, off))
+		t := tp{o.Topic, o.Partition}
+		recs = append(recs, offsetRecord(g.id, t, off))
 		stored = append(stored, off)
+		tps = append(tps, t)
 	}
-	if err := c.write(g, recs...); err != nil {
-		c.log.Warn("store offset commit", "group", g.id, "err", err)
-		return setAll(storeError(err))
+	// Pending until committed: OffsetFetch answers the previous offset
+	// meanwhile, as Kafka's GroupMetadata.offset does.
+	for _, t := range tps {
+		g.pendingOffsets[t]++
 	}
-	for j, i := range valid {
-		o := req.Offsets[i]
-		g.offsets[tp{o.Topic, o.Partition}] = stored[j]
+	var result error
+	w, err := c.write(g, recs, plainWrite, func(err error) {
+		g.donePending(tps)
+		result = err
+		if err == nil && g.state != Dead {
+			for j, t := range tps {
+				g.offsets[t] = stored[j]
+			}
+		}
+	})
+	if err != nil {
+		g.donePending(tps)
+		result = err
+	} else {
+		c.wait(g, w)
+	}
+	if result != nil {
+		c.log.Warn("store offset commit", "group", g.id, "err", result)
+		return setAll(storeError(result))
 	}
 	return errs
+}
+
+// donePending counts off commits of tps that completed (either way).
+func (g *group) donePending(tps []tp) {
+	for _, t := range tps {
+		if g.pendingOffsets[t]--; g.pendingOffsets[t] <= 0 {
+			delete(g.pendingOffsets, t)
+		}
+	}
 }
 
 // checkCommitter applies Kafka's rules for who may commit to g.
@@ -155,6 +184,11 @@ type FetchedOffset struct {
 	Offset      int64
 	LeaderEpoch int32
 	Metadata    string
+	// Pending: a commit of the partition is appended but not committed
+	// yet. Offset is the previous commit's; an OffsetFetch with
+	// RequireStable (v7+) answers such a partition UNSTABLE_OFFSET_COMMIT
+	// with offset -1, as Kafka does (hasPendingOffsetCommitsForTopicPartition).
+	Pending bool
 }
 
 // FetchOffsets returns the committed offsets of the named partitions, or
@@ -166,14 +200,17 @@ func (c *Coordinator) FetchOffsets(groupID string, topics []TopicPartitions) ([]
 		return nil, err
 	}
 	var offsets map[tp]Offset
+	var pending map[tp]int
 	if g != nil {
-		offsets = g.offsets
+		offsets, pending = g.offsets, g.pendingOffsets
 		defer g.mu.Unlock()
 	}
 	var out []FetchedOffset
 	if topics == nil {
+		// The committed partitions, as Kafka lists them (a partition
+		// whose first commit is still pending is not one yet).
 		for t, o := range offsets {
-			out = append(out, FetchedOffset{Topic: t.topic, Partition: t.partition, Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata})
+			out = append(out, FetchedOffset{Topic: t.topic, Partition: t.partition, Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, Pending: pending[t] > 0})
 		}
 		slices.SortFunc(out, func(a, b FetchedOffset) int {
 			if a.Topic != b.Topic {
@@ -188,7 +225,7 @@ func (c *Coordinator) FetchOffsets(groupID string, topics []TopicPartitions) ([]
 	}
 	for _, t := range topics {
 		for _, p := range t.Partitions {
-			f := FetchedOffset{Topic: t.Topic, Partition: p, Offset: -1, LeaderEpoch: -1}
+			f := FetchedOffset{Topic: t.Topic, Partition: p, Offset: -1, LeaderEpoch: -1, Pending: pending[tp{t.Topic, p}] > 0}
 			if o, ok := offsets[tp{t.Topic, p}]; ok {
 				f.Offset, f.LeaderEpoch, f.Metadata = o.Offset, o.LeaderEpoch, o.Metadata
 			}
@@ -207,7 +244,7 @@ func (c *Coordinator) DeleteOffsets(groupID string, topics []TopicPartitions) ([
 	for i, t := range topics {
 		errs[i] = make([]error, len(t.Partitions))
 	}
-	g, err := c.lockGroup(groupID, false)
+	g, err := c.lockGroupIdle(groupID, false, false, false)
 	if err != nil {
 		return errs, err
 	}
@@ -232,21 +269,40 @@ func (c *Coordinator) DeleteOffsets(groupID string, topics []TopicPartitions) ([
 				errs[i][j] = kerr.GroupSubscribedToTopic
 				continue
 			}
-			if _, ok := g.offsets[tp{t.Topic, p}]; ok {
+			if g.hasOffset(tp{t.Topic, p}) {
 				recs = append(recs, offsetTombstone(g.id, tp{t.Topic, p}))
 				gone = append(gone, tp{t.Topic, p})
 			}
 		}
 	}
-	if len(recs) > 0 {
-		if err := c.write(g, recs...); err != nil {
-			return errs, storeError(err)
-		}
+	if len(recs) == 0 {
+		return errs, nil
 	}
-	for _, t := range gone {
-		delete(g.offsets, t)
+	// Completions run in log order: a pending commit of a partition
+	// lands before its tombstone, and one appended later after it.
+	var result error
+	w, err := c.write(g, recs, plainWrite, func(err error) {
+		result = err
+		if err == nil && g.state != Dead {
+			for _, t := range gone {
+				delete(g.offsets, t)
+			}
+		}
+	})
+	if err != nil {
+		return errs, storeError(err)
+	}
+	c.wait(g, w)
+	if result != nil {
+		return errs, storeError(result)
 	}
 	return errs, nil
+}
+
+// hasOffset: t has a committed offset or a commit in flight.
+func (g *group) hasOffset(t tp) bool {
+	_, ok := g.offsets[t]
+	return ok || g.pendingOffsets[t] > 0
 }
 
 // subscribedTopics is the union of the members' subscriptions, when the

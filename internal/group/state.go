@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -88,7 +89,8 @@ func (m *member) protocolsEqual(ps []Protocol) bool {
 type group struct {
 	mu        sync.Mutex
 	id        string
-	partition int32 // of __consumer_offsets
+	partition int32           // of __consumer_offsets
+	ctx       context.Context // the partition's ownership (ownedPartition.ctx)
 
 	state        State
 	stateTime    time.Time // when the current state was entered (Kafka's currentStateTimestamp)
@@ -120,7 +122,22 @@ type group struct {
 	syncTimer   Timer
 	syncSeq     uint64
 
-	offsets map[tp]Offset
+	// offsets are the committed offsets (what OffsetFetch answers);
+	// pendingOffsets counts, per partition, the commits appended but not
+	// yet committed (Kafka's pendingOffsetCommits).
+	offsets        map[tp]Offset
+	pendingOffsets map[tp]int
+
+	// writes are the group's appended batches not completed yet, in log
+	// order (write.go). barrier is one that changes what the group is
+	// (its deletion, a change of protocol) and consumerWrite the consumer
+	// group state write in flight: the changes that depend on them wait.
+	writes        []*pendingWrite
+	barrier       *pendingWrite
+	consumerWrite *pendingWrite
+	// syncStoreGen is the generation whose assignment is being stored (0:
+	// none), so that a repeated SyncGroup of the leader waits for it.
+	syncStoreGen int32
 
 	// consumer is set when the group uses the KIP-848 consumer protocol
 	// (a "consumer" group); the classic fields above are then unused.
@@ -129,9 +146,9 @@ type group struct {
 
 func newGroup(id string, partition int32, now time.Time) *group {
 	return &group{
-		id: id, partition: partition, state: Empty, stateTime: now,
+		id: id, partition: partition, ctx: context.Background(), state: Empty, stateTime: now,
 		members: map[string]*member{}, static: map[string]string{},
-		pending: map[string]Timer{}, offsets: map[tp]Offset{},
+		pending: map[string]Timer{}, offsets: map[tp]Offset{}, pendingOffsets: map[tp]int{},
 		pendingSync: map[string]bool{},
 	}
 }
@@ -303,6 +320,13 @@ func (g *group) allJoined() bool {
 
 // metadataValue is the group's persisted form (assignments as given).
 func (g *group) metadataValue(now time.Time) *kmsg.GroupMetadataValue {
+	return g.metadataValueWith(now, nil)
+}
+
+// metadataValueWith is metadataValue with the members' assignments taken
+// from assignments (a member missing there gets an empty one) unless it
+// is nil: the leader's assignment is stored before it is applied.
+func (g *group) metadataValueWith(now time.Time, assignments map[string][]byte) *kmsg.GroupMetadataValue {
 	v := kmsg.NewGroupMetadataValue()
 	v.ProtocolType = g.protocolType
 	v.Generation = g.generation
@@ -327,6 +351,12 @@ func (g *group) metadataValue(now time.Time) *kmsg.GroupMetadataValue {
 		vm.SessionTimeoutMillis = int32(m.sessionTimeout.Milliseconds())
 		vm.Subscription = m.metadataFor(g.protocol)
 		vm.Assignment = m.assignment
+		if assignments != nil {
+			vm.Assignment = assignments[m.id]
+			if vm.Assignment == nil {
+				vm.Assignment = []byte{}
+			}
+		}
 		v.Members = append(v.Members, vm)
 	}
 	return &v

@@ -75,6 +75,12 @@ func (c *Coordinator) sync(req SyncRequest, cb func(SyncResult)) {
 		fail(kerr.RebalanceInProgress)
 	case CompletingRebalance:
 		c.removePendingSync(g, m.id)
+		if m.syncCB != nil {
+			// A second SyncGroup while the first still waits (for the
+			// leader, or for the assignment to commit): answer the
+			// first so that nothing leaks.
+			m.syncCB(SyncResult{Err: kerr.RebalanceInProgress})
+		}
 		m.syncCB = cb
 		c.scheduleHeartbeat(g, m)
 		if m.id == g.leader {
@@ -89,21 +95,53 @@ func (c *Coordinator) sync(req SyncRequest, cb func(SyncResult)) {
 	}
 }
 
-// completeSync stores the leader's assignment and hands every waiting
-// member its part; the group is then Stable. If the write fails the
-// members are told to rejoin.
+// completeSync stores the leader's assignment and, once it is committed,
+// hands every waiting member its part; the group is then Stable. Until
+// then the group stays CompletingRebalance (heartbeats go on, members'
+// SyncGroups wait), as in Kafka. If the write fails the members are told
+// to rejoin. A completion finding the group moved on (a member left or
+// rejoined, the partition was resigned) does nothing: the waiting
+// members have been answered already.
 func (c *Coordinator) completeSync(g *group, assignments map[string][]byte) {
+	gen := g.generation
+	if g.syncStoreGen == gen {
+		return // the leader synced again while its first assignment is stored
+	}
+	failed := func(err error) {
+		c.log.Warn("store group assignment", slog.String("group", g.id), slog.Int("generation", int(gen)), slog.Any("err", err))
+		c.propagateAssignmentError(g, storeError(err))
+		c.prepareRebalance(g)
+	}
+	g.syncStoreGen = gen
+	w, err := c.storeGroup(g, assignments, func(err error) {
+		if g.syncStoreGen == gen {
+			g.syncStoreGen = 0
+		}
+		if g.state != CompletingRebalance || g.generation != gen {
+			return
+		}
+		if err != nil {
+			failed(err)
+			return
+		}
+		c.setAssignment(g, assignments)
+	})
+	if err != nil {
+		g.syncStoreGen = 0
+		failed(err)
+		return
+	}
+	c.waitAsync(g, w)
+}
+
+// setAssignment makes g Stable with the given (committed) assignment and
+// answers the members waiting in SyncGroup.
+func (c *Coordinator) setAssignment(g *group, assignments map[string][]byte) {
 	for _, m := range g.members {
 		m.assignment = assignments[m.id]
 		if m.assignment == nil {
 			m.assignment = []byte{}
 		}
-	}
-	if err := c.storeGroup(g); err != nil {
-		c.log.Warn("store group assignment", slog.String("group", g.id), slog.Int("generation", int(g.generation)), slog.Any("err", err))
-		c.propagateAssignmentError(g, storeError(err))
-		c.prepareRebalance(g)
-		return
 	}
 	g.transition(Stable, c.clock.Now())
 	for _, m := range g.members {
