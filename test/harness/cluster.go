@@ -1,11 +1,13 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -258,12 +260,40 @@ func (b *Broker) Running() bool {
 }
 
 // Pause stops the process with SIGSTOP (it keeps its sockets: peers see a
-// node that accepts nothing and answers nothing).
+// node that accepts nothing and answers nothing) and returns once every
+// thread of it has stopped: SIGSTOP takes effect thread by thread, and a
+// thread still running could serve one more fetch.
 func (b *Broker) Pause() {
+	b.t.Helper()
 	b.sendOnly(syscall.SIGSTOP)
 	b.mu.Lock()
 	b.stopped = true
 	b.mu.Unlock()
+	pid := b.PID()
+	WaitFor(b.t, time.Minute, fmt.Sprintf("every thread of pid %d to stop", pid), func() bool { return allThreadsStopped(pid) })
+}
+
+// allThreadsStopped reports whether every thread of process pid is in
+// the stopped state ('T' in /proc/<pid>/task/<tid>/stat).
+func allThreadsStopped(pid int) bool {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+		if err != nil {
+			return false // a thread just exited: look again
+		}
+		// pid (comm) state ...: comm may hold spaces; the state follows
+		// the last parenthesis.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) || stat[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
 }
 
 // Resume continues a paused process (SIGCONT).
