@@ -181,13 +181,16 @@ func (f *fetcher) applyEpochAnswer(q epochQuery, a *kmsg.OffsetForLeaderEpochRes
 		return drop
 	}
 	t := decideTruncation(q.epoch, a.LeaderEpoch, a.EndOffset, fs.LogEnd, fs.LogStart, p.r.EndOffsetForEpoch)
-	end := fs.LogEnd
-	if t.offset < fs.LogEnd {
-		if err := p.r.TruncateTo(p.epoch, t.offset); err != nil {
-			return f.replicaFailed(p, fmt.Errorf("truncate to %d: %w", t.offset, err), true)
-		}
-		// A cut inside a batch takes the whole batch: read the real end.
-		end = p.r.Offsets().LogEnd
+	// Truncated even when nothing is cut (offset == log end): the log also
+	// drops epoch entries at its end that no record backs (an epoch this
+	// replica led without appending), which would otherwise corrupt the
+	// epoch history once the leader's older-epoch records land there.
+	if err := p.r.TruncateTo(p.epoch, t.offset); err != nil {
+		return f.replicaFailed(p, fmt.Errorf("truncate to %d: %w", t.offset, err), true)
+	}
+	// A cut inside a batch takes the whole batch: read the real end.
+	end := p.r.Offsets().LogEnd
+	if end < fs.LogEnd {
 		p.log.Info("truncated by leader epoch", "from", fs.LogEnd, "to", end,
 			"asked_epoch", q.epoch, "leader_epoch", a.LeaderEpoch, "leader_end_offset", a.EndOffset, "done", t.done)
 	}

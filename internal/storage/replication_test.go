@@ -125,3 +125,37 @@ func TestRecoveryRestoresEpochsOfUnflushedBatches(t *testing.T) {
 		t.Fatalf("epochs after recovery %v, want %v", got, want)
 	}
 }
+
+// TestTruncateAtEndDropsUnbackedEpoch: a broker that led epoch 4 without
+// appending holds 4@LEO; deposed, it is told its epoch-3 history agrees up
+// to its log end and then fetches more epoch-3 records from the new
+// leader. The truncation to its own end must drop 4@LEO, or the epoch-3
+// append would (by Assign's rules) also drop 3's real start, and the
+// replica would later answer OffsetForLeaderEpoch wrongly.
+func TestTruncateAtEndDropsUnbackedEpoch(t *testing.T) {
+	l := openLog(t, t.TempDir(), testConfig())
+	first := makeBatch(t, 4, 10, 1, "e3")
+	recordbatch.SetPartitionLeaderEpoch(first, 3)
+	if _, err := l.AppendAsFollower(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.LeaderEpochs().Assign(4, l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateTo(l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	more := makeBatch(t, 2, 10, 1, "e3")
+	recordbatch.SetBaseOffset(more, 4)
+	recordbatch.SetPartitionLeaderEpoch(more, 3)
+	if _, err := l.AppendAsFollower(more); err != nil {
+		t.Fatal(err)
+	}
+	want := []checkpoint.EpochEntry{{Epoch: 3, StartOffset: 0}}
+	if got := l.LeaderEpochs().Entries(); !slices.Equal(got, want) {
+		t.Fatalf("epoch history %v, want %v", got, want)
+	}
+	if e, end := l.LeaderEpochs().EndOffsetFor(2, l.LogEndOffset()); e != 2 || end != 0 {
+		t.Fatalf("end offset for epoch 2: %d@%d, want epoch 2 ending at 0", e, end)
+	}
+}

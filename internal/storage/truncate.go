@@ -12,7 +12,12 @@ import (
 //
 // Batches are never split: if offset falls inside a batch, that whole
 // batch goes and the log end becomes its base offset (below offset).
-// An offset at or past the log end changes nothing; one at or below the
+// An offset at or past the log end removes no record, but it still drops
+// leader epoch entries starting at the log end: a broker that led an epoch
+// and was deposed before appending to it holds such an entry, and if it
+// stayed, records of an older epoch fetched from the new leader at that
+// offset would make Assign drop the older epoch's earlier history too
+// (Kafka's UnifiedLog.truncateTo does the same). One at or below the
 // first segment's base empties the log and restarts it at offset.
 func (l *Log) TruncateTo(offset int64) error {
 	lowered, err := l.truncateTo(offset)
@@ -31,7 +36,10 @@ func (l *Log) truncateTo(offset int64) (lowered bool, err error) {
 	if l.closed {
 		return false, ErrClosed
 	}
-	if offset >= l.logEnd.Load() {
+	if end := l.logEnd.Load(); offset >= end {
+		if err := l.epochs.TruncateFromEnd(end); err != nil {
+			return false, fmt.Errorf("truncate %s to %d: leader epochs: %w", l.dir, offset, err)
+		}
 		return false, nil
 	}
 	// Counted once the truncation is complete (deferred calls run last
