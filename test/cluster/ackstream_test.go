@@ -7,12 +7,15 @@ package cluster
 // checks of the brokers' logs.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -52,7 +55,16 @@ func startAckStream(t *testing.T, c *harness.Cluster, topic string, pace time.Du
 		kgo.RecordDeliveryTimeout(3 * time.Minute),
 		kgo.RetryTimeout(3 * time.Minute),
 	}, opts...)
+	// The client's own log, kept if the test fails: a stalled stream is
+	// told apart from a stalled broker by it.
+	clientLog := &lockedBuffer{}
+	all = append(all, kgo.WithLogger(kgo.BasicLogger(clientLog, kgo.LogLevelInfo, nil)))
 	s := &ackStream{t: t, cl: c.Client(all...), acks: newAckLog(), stop: make(chan struct{}), done: make(chan struct{})}
+	t.Cleanup(func() {
+		if t.Failed() {
+			keepLog(t, "producer", clientLog.String())
+		}
+	})
 	ctx := harness.Ctx(t, 10*time.Minute)
 	go func() {
 		defer close(s.done)
@@ -87,6 +99,36 @@ func startAckStream(t *testing.T, c *harness.Cluster, topic string, pace time.Du
 		<-s.done
 	})
 	return s
+}
+
+// waitAcks waits until n records are acknowledged in all, failing the
+// test at once if one fails instead.
+func (s *ackStream) waitAcks(n int, timeout time.Duration, what string) {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		s.acks.mu.Lock()
+		got, failed := len(s.acks.offset), slices.Clone(s.acks.failed)
+		s.acks.mu.Unlock()
+		switch {
+		case len(failed) > 0:
+			s.t.Fatalf("%s: %d records failed (%d acknowledged), first: %s", what, len(failed), got, failed[0])
+		case got >= n:
+			return
+		case time.Now().After(deadline):
+			s.t.Fatalf("%s: %d of %d records acknowledged within %v", what, got, n, timeout)
+		}
+		select {
+		case <-s.acks.ch:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitMore waits for n acknowledgements more than there are now.
+func (s *ackStream) waitMore(n int, timeout time.Duration, what string) {
+	s.t.Helper()
+	s.waitAcks(s.acks.count()+n, timeout, what)
 }
 
 // finish stops producing, waits for every answer, fails the test if any
@@ -265,25 +307,77 @@ func logEnds(c *harness.Cluster) []int {
 	return out
 }
 
-// checkNoRaces fails the test if a node's race detector or runtime
-// reported anything: a cluster test is also a race test of the broker.
-func checkNoRaces(t *testing.T, c *harness.Cluster) {
-	t.Helper()
-	for i, b := range c.Nodes {
-		out := b.Output()
-		for _, bad := range []string{"WARNING: DATA RACE", "panic:", "fatal error:"} {
-			if at := strings.Index(out, bad); at >= 0 {
-				t.Errorf("node %d logged %q:\n%s", i+1, bad, out[at:min(len(out), at+4000)])
+// guardNodes, at the end of the test, fails it if a node's race detector
+// or runtime reported anything (a cluster test is also a race test of the
+// broker), and, if the test failed, keeps every node's log: in the
+// directory $WEIR_CLUSTER_LOGS when set, else the tail in the test log.
+func guardNodes(t *testing.T, c *harness.Cluster) {
+	t.Cleanup(func() {
+		for i, b := range c.Nodes {
+			out := b.Output()
+			for _, bad := range []string{"WARNING: DATA RACE", "panic:", "fatal error:"} {
+				if at := strings.Index(out, bad); at >= 0 {
+					t.Errorf("node %d logged %q:\n%s", i+1, bad, out[at:min(len(out), at+4000)])
+				}
 			}
 		}
-	}
+		if !t.Failed() {
+			return
+		}
+		for i, b := range c.Nodes {
+			// A shutdown the test did not ask for comes from a signal
+			// sent by something else on the machine.
+			code, exited := b.ExitCode()
+			t.Logf("node %d: exited %v (code %d); shutdowns logged: %q", i+1, exited, code, logLines(b, 0, `msg="weir shutting down"`))
+			keepLog(t, fmt.Sprintf("node%d", i+1), b.Output())
+		}
+	})
 }
 
-// pauseNode stops b with SIGSTOP; a failing test still resumes it (by
-// pid) so that the harness can stop it.
+// keepLog keeps a log of a failed test: as a file in $WEIR_CLUSTER_LOGS
+// when set, else its tail in the test's output.
+func keepLog(t *testing.T, what, text string) {
+	dir := os.Getenv("WEIR_CLUSTER_LOGS")
+	if dir == "" {
+		t.Logf("%s log (tail):\n%s", what, tailOf(text, 16<<10))
+		return
+	}
+	name := filepath.Join(dir, fmt.Sprintf("%s-%d-%s-%s.log", strings.ReplaceAll(t.Name(), "/", "_"), os.Getpid(), time.Now().Format("150405"), what))
+	if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+		t.Logf("keep the %s log: %v", what, err)
+		return
+	}
+	t.Logf("%s log: %s", what, name)
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// pauseNode stops b with SIGSTOP; a failing test still resumes it, so
+// that its log shows what it did next. (Through the harness, never by a
+// bare pid: pids are reused fast on a machine with pid_max 32768, and a
+// stray signal would hit another test's process.)
 func pauseNode(t *testing.T, b *harness.Broker) {
 	t.Helper()
-	pid := b.PID()
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
+	t.Cleanup(func() {
+		if b.Running() {
+			b.Resume()
+		}
+	})
 	b.Pause()
 }

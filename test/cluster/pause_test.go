@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/weir-project/weir/test/harness"
 )
 
@@ -51,7 +53,7 @@ func TestPausedFollowerLeavesAndRejoinsISR(t *testing.T) {
 
 func pausedFollower(t *testing.T, exit isrExit, pauseController bool, overrides ...string) {
 	c := harness.StartCluster(t, 3, overrides...)
-	t.Cleanup(func() { checkNoRaces(t, c) })
+	guardNodes(t, c)
 	const topic = "paused-follower"
 	// The leader is not the controller, so one follower is: the case
 	// picks which follower to pause.
@@ -61,7 +63,7 @@ func pausedFollower(t *testing.T, exit isrExit, pauseController bool, overrides 
 	createAssignedTopic(t, c, topic, [][]int32{replicas}, minISR2())
 
 	s := startAckStream(t, c, topic, 2*time.Millisecond)
-	s.acks.waitAcks(t, 500, 2*time.Minute, "acks before the pause")
+	s.waitAcks(500, 2*time.Minute, "acks before the pause")
 
 	// Choose the follower now: the controller may have moved since.
 	ctrl = agreedController(t, c)
@@ -90,7 +92,7 @@ func pausedFollower(t *testing.T, exit isrExit, pauseController bool, overrides 
 	shrunkAt := time.Now()
 	atShrink := s.acks.count()
 	// acks=all goes on without the paused follower.
-	s.acks.waitAcks(t, atShrink+500, 2*time.Minute, "acks while the follower is paused and out of the ISR")
+	s.waitAcks(atShrink+500, 2*time.Minute, "acks while the follower is paused and out of the ISR")
 	resumedAt, atResume := time.Now(), s.acks.count()
 	c.Node(victim).Resume()
 
@@ -128,7 +130,7 @@ func pausedFollower(t *testing.T, exit isrExit, pauseController bool, overrides 
 	if st.Leader != leader {
 		t.Fatalf("leader moved from %d to %d, though it was never stopped", leader, st.Leader)
 	}
-	s.acks.waitAcks(t, s.acks.count()+200, 2*time.Minute, "acks after the follower rejoined")
+	s.waitMore(200, 2*time.Minute, "acks after the follower rejoined")
 	sent := s.finish()
 	if n := checkExactlyOnce(t, c, c.Bootstrap(), topic, s.acks); n != sent {
 		t.Fatalf("%d records stored, %d sent", n, sent)
@@ -140,4 +142,58 @@ func pausedFollower(t *testing.T, exit isrExit, pauseController bool, overrides 
 		victim, victim == ctrl, leader, atPause, shrunkAt.Sub(pausedAt).Round(10*time.Millisecond), how,
 		s.acksBetween(pausedAt, resumedAt), atResume-atShrink, stall.Round(10*time.Millisecond),
 		rejoinedAt.Sub(resumedAt).Round(10*time.Millisecond), sent, len(batches))
+}
+
+// TestPausedLeaderIsReplaced: RF 3, min.insync.replicas 2, an idempotent
+// acks=all stream whose client gives up on a silent broker within a few
+// seconds. The partition's leader (not the controller) is stopped with
+// SIGSTOP: the controller fences it when its session expires and elects
+// another ISR member, and the stream goes on there. On SIGCONT the old
+// leader finds, still queued in its sockets, requests from before the
+// pause (produce requests its clients gave up on, fetches of followers
+// that moved on) and serves them in the epoch it believes it still leads
+// until the metadata tells it otherwise: nothing it appends then may be
+// acknowledged or survive. It must become a follower, truncate to the new
+// leader's log and rejoin the ISR; every acknowledged record is read back
+// exactly once, in order, and the logs end identical.
+func TestPausedLeaderIsReplaced(t *testing.T) {
+	c := harness.StartCluster(t, 3)
+	guardNodes(t, c)
+	const topic = "paused-leader"
+	ctrl := agreedController(t, c)
+	leader := otherNodes(3, ctrl)[0]
+	createAssignedTopic(t, c, topic, [][]int32{append([]int32{leader}, otherNodes(3, leader)...)}, minISR2())
+	s := startAckStream(t, c, topic, 2*time.Millisecond,
+		kgo.RequestTimeoutOverhead(time.Second), kgo.ProduceRequestTimeout(2*time.Second),
+		kgo.MetadataMinAge(250*time.Millisecond))
+	s.waitAcks(500, 2*time.Minute, "acks before the pause")
+
+	old := c.Node(leader)
+	since := logEnds(c)
+	pausedAt := time.Now()
+	pauseNode(t, old)
+	st := c.WaitPartition(topic, 0, 2*time.Minute, "a new leader", func(st harness.PartitionState) bool {
+		return st.Leader > 0 && st.Leader != leader
+	})
+	electedAt := time.Now()
+	s.waitMore(500, 2*time.Minute, "acks on the new leader")
+	resumedAt := time.Now()
+	old.Resume()
+
+	full := c.WaitFullISR(topic, 0, 2*time.Minute)
+	if full.Leader == leader {
+		t.Fatalf("the paused leader %d leads again (epoch %d); it was fenced and replaced by %d", leader, full.LeaderEpoch, st.Leader)
+	}
+	rejoinedAt := time.Now()
+	s.waitMore(300, 2*time.Minute, "acks after the old leader rejoined")
+	sent := s.finish()
+	if n := checkExactlyOnce(t, c, c.Bootstrap(), topic, s.acks); n != sent {
+		t.Fatalf("%d records stored, %d sent", n, sent)
+	}
+	batches := waitSameLogs(t, c, topic, 0)
+	truncated := logLines(old, since[leader-1], "truncated by leader epoch")
+	stall, _ := s.longestGap(pausedAt, resumedAt)
+	t.Logf("leader %d paused; %d leads (epoch %d) %v later; longest stall %v; rejoined %v after SIGCONT as a follower, truncations logged: %d %q; %d records, %d batches, logs identical",
+		leader, st.Leader, st.LeaderEpoch, electedAt.Sub(pausedAt).Round(10*time.Millisecond), stall.Round(10*time.Millisecond),
+		rejoinedAt.Sub(resumedAt).Round(10*time.Millisecond), len(truncated), truncated, sent, len(batches))
 }

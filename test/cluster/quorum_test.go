@@ -51,7 +51,7 @@ var outageCodes = map[int16]bool{
 
 func twoOfThreeDown(t *testing.T, survivorIsController bool) {
 	c := harness.StartCluster(t, 3, "replica.lag.time.max.ms=3000")
-	t.Cleanup(func() { checkNoRaces(t, c) })
+	guardNodes(t, c)
 	const topic = "two-down"
 	ctrl := agreedController(t, c)
 	survivor := ctrl

@@ -29,13 +29,13 @@ const rollingSessionTimeout = 60 * time.Second
 // all of it.
 func TestRollingRestartControlledShutdown(t *testing.T) {
 	c := harness.StartCluster(t, 3, "broker.session.timeout.ms="+strconv.FormatInt(rollingSessionTimeout.Milliseconds(), 10))
-	t.Cleanup(func() { checkNoRaces(t, c) })
+	guardNodes(t, c)
 	const topic = "rolling-restart"
 	createTopic(t, c, topic, 1, 3, minISR2())
 	// Metadata at most 250 ms old: a producer told NOT_LEADER_OR_FOLLOWER
 	// finds the new leader at once rather than after franz-go's 5 s.
 	s := startAckStream(t, c, topic, 2*time.Millisecond, kgo.MetadataMinAge(250*time.Millisecond))
-	s.acks.waitAcks(t, 500, 2*time.Minute, "acks before the first restart")
+	s.waitAcks(500, 2*time.Minute, "acks before the first restart")
 
 	streamStart := time.Now()
 	var worst time.Duration
@@ -54,11 +54,11 @@ func TestRollingRestartControlledShutdown(t *testing.T) {
 			t.Fatalf("node %d did not log one \"controlled shutdown done\" when stopped:\n%s", id, tailOf(b.Output(), 6000))
 		}
 		// acks=all goes on with the two others.
-		s.acks.waitAcks(t, s.acks.count()+300, 2*time.Minute, "acks while a node is stopped")
+		s.waitMore(300, 2*time.Minute, "acks while a node is stopped")
 		b.Restart()
 		c.WaitFullISR(topic, 0, 2*time.Minute)
 		back := time.Now()
-		s.acks.waitAcks(t, s.acks.count()+300, 2*time.Minute, "acks after the node is back")
+		s.waitMore(300, 2*time.Minute, "acks after the node is back")
 		gap, _ := s.longestGap(stopAt, time.Now())
 		worst = max(worst, gap)
 		t.Logf("node %d (led: %v) stopped in %v (%s); full ISR %v after its restart; longest ack gap around it %v",
@@ -89,7 +89,7 @@ func TestRollingRestartControlledShutdown(t *testing.T) {
 // end identical.
 func TestPreferredLeaderComesBack(t *testing.T) {
 	c := harness.StartCluster(t, 3, "leader.imbalance.check.interval.seconds=1")
-	t.Cleanup(func() { checkNoRaces(t, c) })
+	guardNodes(t, c)
 	const topic = "preferred-leader"
 	createTopic(t, c, topic, 1, 3, minISR2())
 	st := c.WaitFullISR(topic, 0, opTimeout)
@@ -101,7 +101,7 @@ func TestPreferredLeaderComesBack(t *testing.T) {
 	}
 	epoch0 := st.LeaderEpoch
 	s := startAckStream(t, c, topic, 2*time.Millisecond, kgo.MetadataMinAge(250*time.Millisecond))
-	s.acks.waitAcks(t, 500, 2*time.Minute, "acks before the kill")
+	s.waitAcks(500, 2*time.Minute, "acks before the kill")
 
 	b := c.Node(preferred)
 	b.Kill()
@@ -111,7 +111,7 @@ func TestPreferredLeaderComesBack(t *testing.T) {
 	})
 	interim, interimAt := st.Leader, time.Now()
 	// Records the restarted replica does not have: it must catch up.
-	s.acks.waitAcks(t, s.acks.count()+500, 2*time.Minute, "acks on the interim leader")
+	s.waitMore(500, 2*time.Minute, "acks on the interim leader")
 
 	since := logEnds(c)
 	b.Restart()
@@ -140,7 +140,7 @@ func TestPreferredLeaderComesBack(t *testing.T) {
 		}
 		return false
 	})
-	s.acks.waitAcks(t, s.acks.count()+300, 2*time.Minute, "acks on the preferred leader again")
+	s.waitMore(300, 2*time.Minute, "acks on the preferred leader again")
 	sent := s.finish()
 	if n := checkExactlyOnce(t, c, c.Bootstrap(), topic, s.acks); n != sent {
 		t.Fatalf("%d records stored, %d sent", n, sent)
