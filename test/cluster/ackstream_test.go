@@ -229,6 +229,64 @@ func controllerSeenBy(addr string) (int32, error) {
 	return resp.(*kmsg.MetadataResponse).ControllerID, nil
 }
 
+// waitEveryNode waits until every running node's Metadata answer for a
+// partition satisfies cond, and returns the last answer. A node that was
+// just resumed answers from its stale image until it has applied the
+// metadata log, so one node's word (the harness asks the first that
+// answers) may show a state long gone; every node's is the current one.
+func waitEveryNode(t *testing.T, c *harness.Cluster, topic string, p int32, timeout time.Duration, what string, cond func(harness.PartitionState) bool) harness.PartitionState {
+	t.Helper()
+	var st harness.PartitionState
+	harness.WaitFor(t, timeout, fmt.Sprintf("every node to show %s-%d with %s", topic, p, what), func() bool {
+		for _, b := range c.Nodes {
+			if !b.Running() {
+				continue
+			}
+			var err error
+			if st, err = partitionSeenBy(b.Addr, topic, p); err != nil || !cond(st) {
+				return false
+			}
+		}
+		return true
+	})
+	return st
+}
+
+// fullISR: a leader and every replica in sync.
+func fullISR(st harness.PartitionState) bool {
+	return st.Leader > 0 && len(st.Replicas) > 0 && len(st.ISR) == len(st.Replicas)
+}
+
+// partitionSeenBy is one partition as the node at addr's Metadata says.
+func partitionSeenBy(addr, topic string, p int32) (harness.PartitionState, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
+	if err != nil {
+		return harness.PartitionState{}, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return harness.PartitionState{}, err
+	}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return harness.PartitionState{}, err
+		}
+		for _, mp := range t.Partitions {
+			if mp.Partition == p {
+				return harness.PartitionState{Leader: mp.Leader, LeaderEpoch: mp.LeaderEpoch, Replicas: mp.Replicas, ISR: mp.ISR, Err: kerr.ErrorForCode(mp.ErrorCode)}, nil
+			}
+		}
+	}
+	return harness.PartitionState{}, fmt.Errorf("%s-%d not in the metadata of %s", topic, p, addr)
+}
+
 // createAssignedTopic creates a topic whose partition p has the replicas
 // assignment[p] (the first is the preferred leader) and waits until every
 // partition is led by its preferred replica with a full ISR.

@@ -125,7 +125,7 @@ func twoOfThreeDown(t *testing.T, survivorIsController bool) {
 		c.Node(id).Restart()
 	}
 	for p := range int32(2) {
-		c.WaitFullISR(topic, p, 2*time.Minute)
+		waitEveryNode(t, c, topic, p, 2*time.Minute, "a full ISR", fullISR)
 	}
 	healedAt := time.Now()
 	cl2 := c.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),

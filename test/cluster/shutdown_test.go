@@ -41,7 +41,7 @@ func TestRollingRestartControlledShutdown(t *testing.T) {
 	var worst time.Duration
 	for i, b := range c.Nodes {
 		id := int32(i + 1)
-		before := c.WaitFullISR(topic, 0, 2*time.Minute)
+		before := waitEveryNode(t, c, topic, 0, 2*time.Minute, "a full ISR", fullISR)
 		_, since := b.OutputSince(-1)
 		stopAt := time.Now()
 		b.Stop()
@@ -56,7 +56,7 @@ func TestRollingRestartControlledShutdown(t *testing.T) {
 		// acks=all goes on with the two others.
 		s.waitMore(300, 2*time.Minute, "acks while a node is stopped")
 		b.Restart()
-		c.WaitFullISR(topic, 0, 2*time.Minute)
+		waitEveryNode(t, c, topic, 0, 2*time.Minute, "a full ISR", fullISR)
 		back := time.Now()
 		s.waitMore(300, 2*time.Minute, "acks after the node is back")
 		gap, _ := s.longestGap(stopAt, time.Now())
