@@ -236,14 +236,26 @@ func controllerSeenBy(addr string) (int32, error) {
 // answers) may show a state long gone; every node's is the current one.
 func waitEveryNode(t *testing.T, c *harness.Cluster, topic string, p int32, timeout time.Duration, what string, cond func(harness.PartitionState) bool) harness.PartitionState {
 	t.Helper()
+	var running []int32
+	for i, b := range c.Nodes {
+		if b.Running() {
+			running = append(running, int32(i+1))
+		}
+	}
+	return waitSeenBy(t, c, running, topic, p, timeout, what, cond)
+}
+
+// waitSeenBy waits until the Metadata answers of the given nodes for a
+// partition all satisfy cond, and returns the last one. Asking only
+// nodes known to be up also keeps a paused node's silence (the harness
+// waits 5 s for each answer) out of the timings.
+func waitSeenBy(t *testing.T, c *harness.Cluster, nodes []int32, topic string, p int32, timeout time.Duration, what string, cond func(harness.PartitionState) bool) harness.PartitionState {
+	t.Helper()
 	var st harness.PartitionState
-	harness.WaitFor(t, timeout, fmt.Sprintf("every node to show %s-%d with %s", topic, p, what), func() bool {
-		for _, b := range c.Nodes {
-			if !b.Running() {
-				continue
-			}
+	harness.WaitFor(t, timeout, fmt.Sprintf("nodes %v to show %s-%d with %s", nodes, topic, p, what), func() bool {
+		for _, id := range nodes {
 			var err error
-			if st, err = partitionSeenBy(b.Addr, topic, p); err != nil || !cond(st) {
+			if st, err = partitionSeenBy(c.Node(id).Addr, topic, p); err != nil || !cond(st) {
 				return false
 			}
 		}

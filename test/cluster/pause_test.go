@@ -86,7 +86,8 @@ func pausedFollower(t *testing.T, exit isrExit, pauseController bool, overrides 
 	pausedAt := time.Now()
 	pauseNode(t, c.Node(victim))
 
-	c.WaitPartition(topic, 0, 2*time.Minute, fmt.Sprintf("ISR %v without the paused %d", kept, victim), func(st harness.PartitionState) bool {
+	// As the leader sees it: acks=all goes on once it knows.
+	waitSeenBy(t, c, []int32{leader}, topic, 0, 2*time.Minute, fmt.Sprintf("ISR %v without the paused %d", kept, victim), func(st harness.PartitionState) bool {
 		return slices.Equal(st.ISR, kept)
 	})
 	shrunkAt := time.Now()
@@ -172,7 +173,7 @@ func TestPausedLeaderIsReplaced(t *testing.T) {
 	since := logEnds(c)
 	pausedAt := time.Now()
 	pauseNode(t, old)
-	st := c.WaitPartition(topic, 0, 2*time.Minute, "a new leader", func(st harness.PartitionState) bool {
+	st := waitSeenBy(t, c, otherNodes(3, leader), topic, 0, 2*time.Minute, "a new leader", func(st harness.PartitionState) bool {
 		return st.Leader > 0 && st.Leader != leader
 	})
 	electedAt := time.Now()
