@@ -1,0 +1,156 @@
+package cluster
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-project/weir/test/harness"
+)
+
+// rollingSessionTimeout is broker.session.timeout.ms in the rolling
+// restart: long, so that a broker that stopped without moving its
+// leaderships first would stall the producer this long (the controller
+// moves them only when the session expires), which the test would see.
+const rollingSessionTimeout = 60 * time.Second
+
+// TestRollingRestartControlledShutdown: RF 3, min.insync.replicas 2, an
+// idempotent acks=all stream while each node in turn gets SIGTERM and is
+// restarted, the next one only once the ISR is full again. Controlled
+// shutdown must move the stopping node's leaderships before it stops:
+// every stop logs "controlled shutdown done", acks go on while the node
+// is down, no record fails, every acknowledged record is read back
+// exactly once, in order, and the logs end identical. The longest gap
+// between consecutive acks is reported, and must stay below the session
+// timeout: a stop without controlled shutdown stalls the producer for
+// all of it.
+func TestRollingRestartControlledShutdown(t *testing.T) {
+	c := harness.StartCluster(t, 3, "broker.session.timeout.ms="+strconv.FormatInt(rollingSessionTimeout.Milliseconds(), 10))
+	guardNodes(t, c)
+	const topic = "rolling-restart"
+	createTopic(t, c, topic, 1, 3, minISR2())
+	// Metadata at most 250 ms old: a producer told NOT_LEADER_OR_FOLLOWER
+	// finds the new leader at once rather than after franz-go's 5 s.
+	s := startAckStream(t, c, topic, 2*time.Millisecond, kgo.MetadataMinAge(250*time.Millisecond))
+	s.waitAcks(500, 2*time.Minute, "acks before the first restart")
+
+	streamStart := time.Now()
+	var worst time.Duration
+	for i, b := range c.Nodes {
+		id := int32(i + 1)
+		before := waitEveryNode(t, c, topic, 0, 2*time.Minute, "a full ISR", fullISR)
+		_, since := b.OutputSince(-1)
+		stopAt := time.Now()
+		b.Stop()
+		stopped := time.Now()
+		if code, exited := b.ExitCode(); !exited || code != 0 {
+			t.Fatalf("node %d: exit code %d (exited %v) after SIGTERM:\n%s", id, code, exited, tailOf(b.Output(), 6000))
+		}
+		done := logLines(b, since, "controlled shutdown done")
+		if len(done) != 1 || len(logLines(b, since, "controlled shutdown incomplete")) > 0 {
+			t.Fatalf("node %d did not log one \"controlled shutdown done\" when stopped:\n%s", id, tailOf(b.Output(), 6000))
+		}
+		// acks=all goes on with the two others.
+		s.waitMore(300, 2*time.Minute, "acks while a node is stopped")
+		b.Restart()
+		waitEveryNode(t, c, topic, 0, 2*time.Minute, "a full ISR", fullISR)
+		back := time.Now()
+		s.waitMore(300, 2*time.Minute, "acks after the node is back")
+		gap, _ := s.longestGap(stopAt, time.Now())
+		worst = max(worst, gap)
+		t.Logf("node %d (led: %v) stopped in %v (%s); full ISR %v after its restart; longest ack gap around it %v",
+			id, before.Leader == id, stopped.Sub(stopAt).Round(10*time.Millisecond), done[0],
+			back.Sub(stopped).Round(10*time.Millisecond), gap.Round(time.Millisecond))
+	}
+	sent := s.finish()
+	if n := checkExactlyOnce(t, c, c.Bootstrap(), topic, s.acks); n != sent {
+		t.Fatalf("%d records stored, %d sent", n, sent)
+	}
+	batches := waitSameLogs(t, c, topic, 0)
+	overall, _ := s.longestGap(streamStart, time.Now())
+	t.Logf("%d records in %d batches, none failed; longest gap between acks during the rolling restart %v (session timeout %v)",
+		sent, len(batches), overall.Round(time.Millisecond), rollingSessionTimeout)
+	if worst >= rollingSessionTimeout {
+		t.Fatalf("the producer stalled %v, as long as the session timeout: leadership did not move before the stop", worst)
+	}
+}
+
+// TestPreferredLeaderComesBack: auto.leader.rebalance.enable (the
+// default) with leader.imbalance.check.interval.seconds 1, the smallest
+// allowed. The leader of a partition, its preferred replica
+// (replicas[0]), is killed -9 during an acks=all stream; another replica
+// takes over. Once the old leader is restarted, has caught up and is back
+// in the ISR, the controller hands leadership back to it. Every metadata
+// answer seen on the way names a leader inside the ISR; no record fails;
+// every acknowledged record is read back exactly once, in order; the logs
+// end identical.
+func TestPreferredLeaderComesBack(t *testing.T) {
+	c := harness.StartCluster(t, 3, "leader.imbalance.check.interval.seconds=1")
+	guardNodes(t, c)
+	const topic = "preferred-leader"
+	createTopic(t, c, topic, 1, 3, minISR2())
+	st := c.WaitFullISR(topic, 0, opTimeout)
+	preferred := st.Replicas[0]
+	if st.Leader != preferred {
+		st = c.WaitPartition(topic, 0, opTimeout, "the preferred replica leading", func(st harness.PartitionState) bool {
+			return st.Leader == preferred
+		})
+	}
+	epoch0 := st.LeaderEpoch
+	s := startAckStream(t, c, topic, 2*time.Millisecond, kgo.MetadataMinAge(250*time.Millisecond))
+	s.waitAcks(500, 2*time.Minute, "acks before the kill")
+
+	b := c.Node(preferred)
+	b.Kill()
+	killedAt := time.Now()
+	st = c.WaitPartition(topic, 0, 2*time.Minute, "a leader other than the killed one", func(st harness.PartitionState) bool {
+		return st.Leader > 0 && st.Leader != preferred
+	})
+	interim, interimAt := st.Leader, time.Now()
+	// Records the restarted replica does not have: it must catch up.
+	s.waitMore(500, 2*time.Minute, "acks on the interim leader")
+
+	since := logEnds(c)
+	b.Restart()
+	restartedAt := time.Now()
+	var inISRAt time.Time
+	st = c.WaitPartition(topic, 0, 2*time.Minute, "leadership back on the preferred replica", func(st harness.PartitionState) bool {
+		if st.Leader > 0 && !slices.Contains(st.ISR, st.Leader) {
+			t.Fatalf("metadata names leader %d outside the ISR %v", st.Leader, st.ISR)
+		}
+		if inISRAt.IsZero() && slices.Contains(st.ISR, preferred) {
+			inISRAt = time.Now()
+		}
+		return st.Leader == preferred
+	})
+	backAt := time.Now()
+	if st.LeaderEpoch < epoch0+2 {
+		t.Fatalf("leader epoch %d after two leader changes from %d", st.LeaderEpoch, epoch0)
+	}
+	// The controller logs its election once committed, possibly after
+	// another node's metadata showed it.
+	harness.WaitFor(t, opTimeout, "a controller to log the preferred leader election", func() bool {
+		for i, n := range c.Nodes {
+			if len(logLines(n, since[i], "moved leadership back to preferred replicas")) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	s.waitMore(300, 2*time.Minute, "acks on the preferred leader again")
+	sent := s.finish()
+	if n := checkExactlyOnce(t, c, c.Bootstrap(), topic, s.acks); n != sent {
+		t.Fatalf("%d records stored, %d sent", n, sent)
+	}
+	batches := waitSameLogs(t, c, topic, 0)
+	t.Logf("preferred leader %d killed; %d led %v later; restarted, in the ISR %v and leading again %v after its restart (leader epoch %d -> %d); "+
+		"longest ack gap at the kill %v, at the hand-back %v; %d records, %d batches, logs identical",
+		preferred, interim, interimAt.Sub(killedAt).Round(10*time.Millisecond),
+		inISRAt.Sub(restartedAt).Round(10*time.Millisecond), backAt.Sub(restartedAt).Round(10*time.Millisecond), epoch0, st.LeaderEpoch,
+		gapRound(s.longestGap(killedAt, restartedAt)), gapRound(s.longestGap(restartedAt, time.Now())), sent, len(batches))
+}
+
+func gapRound(d time.Duration, _ time.Time) time.Duration { return d.Round(time.Millisecond) }
