@@ -383,3 +383,16 @@ func waitCommittedEnd(t *testing.T, c *harness.Cluster, topic string, partition 
 		return ok && o.Err == nil && o.Offset == end
 	})
 }
+
+// readCommitted waits until a partition's high watermark reaches end (a
+// high watermark read too early, as the ISR has just grown, shows less),
+// then reads every record below it by offset.
+func readCommitted(t *testing.T, c *harness.Cluster, topic string, partition int32, end int64) map[int64]string {
+	t.Helper()
+	waitCommittedEnd(t, c, topic, partition, end)
+	got := harness.PartitionValues(t, c.Bootstrap(), topic, partition)
+	if int64(len(got)) != end {
+		t.Fatalf("%d records of %s-%d read below the high watermark %d", len(got), topic, partition, end)
+	}
+	return got
+}

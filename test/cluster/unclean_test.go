@@ -145,8 +145,8 @@ func TestUncleanLeaderElection(t *testing.T) {
 	x.Restart()
 	for _, tp := range topics {
 		c.WaitFullISR(tp, 0, 2*time.Minute)
-		waitLogsAgreeOn(t, c, tp, 0, 1, 2)
-		got := harness.PartitionValues(t, c.Bootstrap(), tp, 0)
+		batches := waitLogsAgreeOn(t, c, tp, 0, 1, 2)
+		got := readCommitted(t, c, tp, 0, batches[len(batches)-1].LastOffset+1)
 		checkAcked(t, got, synced[tp], tp+": acknowledged while in sync")
 		checkAcked(t, got, after[tp], tp+": acknowledged after the unclean election")
 		for off, v := range got {
