@@ -220,13 +220,19 @@ func (c *Controller) ElectLeaders(ctx context.Context, typ ElectionType, partiti
 // override, else Config.UncleanLeaderElectionEnable) and that has a live
 // replica. FenceBroker, UnfenceBroker and RegisterIncarnation call it after
 // their change, as Kafka elects uncleanly where allowed on those events;
-// call it periodically too to retry after a failure.
+// call it periodically too to retry after a failure, and to act on a
+// topic whose config was switched on while it was offline.
+//
+// Every election it makes is logged here, whichever path asked for it;
+// an unclean one as a warning naming the partition, the new leader and
+// the ISR it replaces: records only those replicas had may be lost.
 func (c *Controller) ElectUncleanLeaders(ctx context.Context) ([]ElectionResult, error) {
 	if err := c.checkLeader(); err != nil {
 		return nil, err
 	}
 	im := c.Image()
 	var cmd electLeadersCmd
+	var before []Partition
 	cmd.Type = ElectUnclean
 	for _, t := range im.sortedTopics() {
 		if !c.uncleanEnabled(t) {
@@ -235,6 +241,7 @@ func (c *Controller) ElectUncleanLeaders(ctx context.Context) ([]ElectionResult,
 		for _, p := range t.Partitions {
 			if _, err := im.elect(p, ElectUnclean); err == nil {
 				cmd.Partitions = append(cmd.Partitions, partitionRef{TopicID: t.ID, Partition: p.Partition})
+				before = append(before, p)
 			}
 		}
 	}
@@ -245,6 +252,20 @@ func (c *Controller) ElectUncleanLeaders(ctx context.Context) ([]ElectionResult,
 	if err != nil {
 		return nil, fmt.Errorf("elect unclean leaders: %w", err)
 	}
+	after := c.Image()
+	for i, r := range res.elected {
+		if r.Err != nil {
+			continue
+		}
+		np, _ := after.Partition(r.Topic, r.Partition)
+		attrs := []any{"topic", r.Topic, "partition", r.Partition, "leader", r.Leader, "leader_epoch", np.LeaderEpoch,
+			"old_isr", before[i].ISR, "replicas", before[i].Replicas}
+		if slices.Contains(before[i].ISR, r.Leader) {
+			c.log.Info("offline partition led again by a member of its ISR", attrs...)
+			continue
+		}
+		c.log.Warn("unclean leader election: records only the old ISR had may be lost", attrs...)
+	}
 	return res.elected, nil
 }
 
@@ -252,16 +273,8 @@ func (c *Controller) ElectUncleanLeaders(ctx context.Context) ([]ElectionResult,
 // failure does not undo the change; the next change or periodic call
 // retries, so it is only logged.
 func (c *Controller) electUncleanAfter(ctx context.Context, what string) {
-	res, err := c.ElectUncleanLeaders(ctx)
-	if err != nil {
+	if _, err := c.ElectUncleanLeaders(ctx); err != nil {
 		c.log.Warn("unclean leader election after "+what, "err", err)
-		return
-	}
-	for _, r := range res {
-		if r.Err == nil {
-			c.log.Warn("unclean leader election: data written only to the old ISR may be lost",
-				"topic", r.Topic, "partition", r.Partition, "leader", r.Leader)
-		}
 	}
 }
 

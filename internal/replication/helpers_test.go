@@ -86,6 +86,28 @@ func (h *logRecorder) count(subs ...string) int {
 	return n
 }
 
+// checkDistinctKeys fails the test if a line names an attribute twice
+// (the partition's own leader_epoch and the leader's answer, once): a
+// reader, or a tool, cannot tell which value is which.
+func (h *logRecorder) checkDistinctKeys(t *testing.T) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, l := range *h.lines {
+		seen := map[string]bool{}
+		for _, f := range strings.Fields(l) {
+			k, _, ok := strings.Cut(f, "=")
+			if !ok {
+				continue
+			}
+			if seen[k] {
+				t.Fatalf("log line names %s twice: %s", k, l)
+			}
+			seen[k] = true
+		}
+	}
+}
+
 // node is one broker of a test cluster: a log per partition, its replica
 // and the broker's replication manager.
 type node struct {

@@ -92,9 +92,10 @@ func TestKIP101DivergenceAfterMultipleFailures(t *testing.T) {
 	if len(batches) != 2 || batches[1].Epoch != 1 || batches[1].Base != 1 {
 		t.Fatalf("logs hold %v, want m1 and B's m3 at offset 1 in epoch 1", batches)
 	}
-	if n := c.logs.count("truncated by leader epoch", "broker=1", "from=2", "to=1"); n != 1 {
+	if n := c.logs.count("truncated by leader epoch", "broker=1", "from=2", "to=1", "asked_epoch=0", "answered_epoch=0", "answered_end_offset=1"); n != 1 {
 		t.Fatalf("A logged %d truncations from 2 to 1, want 1", n)
 	}
+	c.logs.checkDistinctKeys(t)
 }
 
 // KIP-279: fast leader changes leave logs that diverge at several epochs.

@@ -192,7 +192,7 @@ func (f *fetcher) applyEpochAnswer(q epochQuery, a *kmsg.OffsetForLeaderEpochRes
 	end := p.r.Offsets().LogEnd
 	if end < fs.LogEnd {
 		p.log.Info("truncated by leader epoch", "from", fs.LogEnd, "to", end,
-			"asked_epoch", q.epoch, "leader_epoch", a.LeaderEpoch, "leader_end_offset", a.EndOffset, "done", t.done)
+			"asked_epoch", q.epoch, "answered_epoch", a.LeaderEpoch, "answered_end_offset", a.EndOffset, "done", t.done)
 	}
 	if t.done {
 		p.setFetching(end)

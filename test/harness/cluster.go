@@ -42,6 +42,13 @@ var clusterDefaults = []string{
 // waits until every one serves. Extra overrides apply to every node.
 func StartCluster(t testing.TB, n int, overrides ...string) *Cluster {
 	t.Helper()
+	return startCluster(t, n, nil, overrides)
+}
+
+// startCluster is StartCluster with, if perNode is set, extra overrides
+// for node i+1 given its client listener's address (cluster_proxied.go).
+func startCluster(t testing.TB, n int, perNode func(i int, clientAddr string) []string, overrides []string) *Cluster {
+	t.Helper()
 	ports := freePorts(t, 2*n)
 	var voters []string
 	for i := 0; i < n; i++ {
@@ -57,6 +64,9 @@ func StartCluster(t testing.TB, n int, overrides ...string) *Cluster {
 			fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", ports[2*i], ports[2*i+1]),
 			"controller.quorum.voters=" + strings.Join(voters, ","),
 		}, clusterDefaults...)
+		if perNode != nil {
+			b.Overrides = append(b.Overrides, perNode(i, fmt.Sprintf("127.0.0.1:%d", ports[2*i]))...)
+		}
 		b.Overrides = append(b.Overrides, overrides...)
 		c.Nodes = append(c.Nodes, b)
 	}

@@ -1,0 +1,398 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-project/weir/internal/storage/checkpoint"
+	"github.com/weir-project/weir/internal/storage/recordbatch"
+	"github.com/weir-project/weir/test/harness"
+)
+
+// Helpers of the election tests (epochs_test.go, controller_test.go,
+// groups_test.go, unclean_test.go): topics placed on chosen nodes, writes
+// that bypass clients' routing, and what the nodes keep on disk.
+
+// createPlacedTopic creates a topic whose partition p lives on the nodes
+// assignment[p] (the first one preferred, so leading), and waits until
+// every partition is led by its first replica with a full ISR.
+func createPlacedTopic(t *testing.T, c *harness.Cluster, topic string, assignment [][]int32, configs map[string]string) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 60000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	for p, replicas := range assignment {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(p), replicas
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
+	for k, v := range configs {
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
+		rt.Configs = append(rt.Configs, cfg)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(harness.Ctx(t, opTimeout), c.Client())
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+	for p, replicas := range assignment {
+		c.WaitPartition(topic, int32(p), opTimeout, fmt.Sprintf("led by %d with ISR %v", replicas[0], replicas), func(st harness.PartitionState) bool {
+			return st.Leader == replicas[0] && len(st.ISR) == len(replicas)
+		})
+	}
+}
+
+// batchOf builds one record batch holding values.
+func batchOf(t *testing.T, values ...string) []byte {
+	t.Helper()
+	recs := make([]recordbatch.Record, len(values))
+	for i, v := range values {
+		recs[i] = recordbatch.Record{Value: []byte(v)}
+	}
+	batch, err := recordbatch.Build(recordbatch.BuildOptions{
+		BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+	}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return batch
+}
+
+// produceOn writes values as one batch to a partition with a raw Produce
+// request to b's own listener, not through the address b advertises
+// (which may be a proxy that holds everything), and returns the answer.
+func produceOn(t *testing.T, b *harness.Broker, topic string, partition int32, acks int16, values ...string) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	req.Acks, req.TimeoutMillis = acks, 30000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, batchOf(t, values...)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, _ := b.Dial().Request(req)
+	return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+}
+
+// produceDirect is produceOn failing the test on any error; it returns
+// the batch's base offset.
+func produceDirect(t *testing.T, b *harness.Broker, topic string, partition int32, acks int16, values ...string) int64 {
+	t.Helper()
+	r := produceOn(t, b, topic, partition, acks, values...)
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		t.Fatalf("produce %d records to %s-%d on %s: %v", len(values), topic, partition, b.Addr, err)
+	}
+	return r.BaseOffset
+}
+
+// metadataOn asks one node, directly, for a topic's partitions.
+func metadataOn(b *harness.Broker, topic string) ([]kmsg.MetadataResponseTopicPartition, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	for _, mt := range resp.(*kmsg.MetadataResponse).Topics {
+		if mt.Topic != nil && *mt.Topic == topic {
+			if err := kerr.ErrorForCode(mt.ErrorCode); err != nil {
+				return nil, err
+			}
+			return mt.Partitions, nil
+		}
+	}
+	return nil, fmt.Errorf("%s not in the metadata of %s", topic, b.Addr)
+}
+
+// produceSyncEach writes each value as its own batch (one synchronous
+// produce per record) through cl and returns the offsets acknowledged.
+func produceSyncEach(t *testing.T, cl *kgo.Client, topic string, values ...string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, v := range values {
+		r := &kgo.Record{Topic: topic, Partition: 0, Value: []byte(v)}
+		if err := cl.ProduceSync(harness.Ctx(t, opTimeout), r).FirstErr(); err != nil {
+			t.Fatalf("produce %s to %s: %v", v, topic, err)
+		}
+		out[v] = r.Offset
+	}
+	return out
+}
+
+// acksAllProducer is a franz-go client for partition 0 of whatever topic
+// a record names: acks=all, idempotent, every record its own batch.
+func acksAllProducer(c *harness.Cluster) *kgo.Client {
+	return c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0), kgo.RecordDeliveryTimeout(2*time.Minute))
+}
+
+// waitLogsAgreeOn waits until the replicas of topic-partition on the
+// given nodes hold the same batches (offsets, epochs, CRCs), and returns
+// them.
+func waitLogsAgreeOn(t *testing.T, c *harness.Cluster, topic string, partition int32, nodes ...int32) []harness.StoredBatch {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		ref := harness.StoredBatches(t, c.Node(nodes[0]).Dir, topic, partition)
+		diff := ""
+		for _, id := range nodes[1:] {
+			if got := harness.StoredBatches(t, c.Node(id).Dir, topic, partition); !slices.Equal(got, ref) {
+				diff = fmt.Sprintf("node %d holds %d batches, node %d %d; first difference at %s", id, len(got), nodes[0], len(ref), firstDiff(got, ref))
+				break
+			}
+		}
+		if diff == "" {
+			return ref
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replicas of %s-%d on nodes %v still differ: %s", topic, partition, nodes, diff)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkpointedHW is the high watermark of topic-partition in a log dir's
+// replication-offset-checkpoint (0 when the file or the entry is absent:
+// what a broker starting from that dir takes as its high watermark).
+func checkpointedHW(t *testing.T, dir, topic string, partition int32) int64 {
+	t.Helper()
+	offs, err := checkpoint.ReadOffsets(filepath.Join(dir, "replication-offset-checkpoint"))
+	if os.IsNotExist(err) || (err != nil && strings.Contains(err.Error(), "no such file")) {
+		return 0
+	}
+	if err != nil {
+		t.Fatalf("read high watermarks of %s: %v", dir, err)
+	}
+	return offs[checkpoint.TopicPartition{Topic: topic, Partition: partition}]
+}
+
+// loseUnflushedTail cuts the last n batches off the newest segment of a
+// stopped broker's replica, as a power failure loses writes that never
+// reached the disk, and returns the first offset lost.
+func loseUnflushedTail(t *testing.T, dir, topic string, partition int32, n int) int64 {
+	t.Helper()
+	segs, err := filepath.Glob(filepath.Join(dir, topic+"-"+strconv.Itoa(int(partition)), "*.log"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("segments of %s-%d in %s: %v (%d found)", topic, partition, dir, err, len(segs))
+	}
+	slices.Sort(segs)
+	seg := segs[len(segs)-1]
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type at struct {
+		pos  int64
+		base int64
+	}
+	var batches []at
+	for pos := int64(0); pos < int64(len(data)); {
+		h, err := recordbatch.ParseHeader(data[pos:])
+		if err != nil || pos+h.Size() > int64(len(data)) {
+			break
+		}
+		batches = append(batches, at{pos, h.BaseOffset})
+		pos += h.Size()
+	}
+	if len(batches) <= n {
+		t.Fatalf("%s holds %d batches; cannot lose the last %d and keep some", seg, len(batches), n)
+	}
+	cut := batches[len(batches)-n]
+	if err := os.Truncate(seg, cut.pos); err != nil {
+		t.Fatal(err)
+	}
+	return cut.base
+}
+
+// logLines returns the lines of what b logged since byte off that hold
+// every one of the given substrings.
+func logLines(b *harness.Broker, off int, subs ...string) []string {
+	out, _ := b.OutputSince(off)
+	var hits []string
+	for _, line := range strings.Split(out, "\n") {
+		ok := line != ""
+		for _, s := range subs {
+			ok = ok && strings.Contains(line, s)
+		}
+		if ok {
+			hits = append(hits, line)
+		}
+	}
+	return hits
+}
+
+// logEnd is the current end of b's log output, for logLines.
+func logEnd(b *harness.Broker) int {
+	_, n := b.OutputSince(-1)
+	return n
+}
+
+// checkAcked checks that every value in want is, in got (a partition's
+// values by offset), at the offset it was acknowledged at.
+func checkAcked(t *testing.T, got map[int64]string, want map[string]int64, what string) {
+	t.Helper()
+	for v, off := range want {
+		if got[off] != v {
+			t.Fatalf("%s: %s acknowledged at offset %d, but the log holds %q there (%d records)", what, v, off, got[off], len(got))
+		}
+	}
+}
+
+// streamTo produces "<prefix>-0", "<prefix>-1", ... to partition 0 of
+// topic through cl, one record every pace, recording every answer in
+// acks, until the returned stop is called; stop waits for the answers
+// and returns how many records were sent.
+func streamTo(t *testing.T, cl *kgo.Client, topic, prefix string, pace time.Duration, acks *ackLog) (stop func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		tick := time.NewTicker(pace)
+		defer tick.Stop()
+		i := 0
+		for ; ; i++ {
+			select {
+			case <-ctx.Done():
+				done <- i
+				return
+			case <-tick.C:
+			}
+			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: 0, Value: []byte(fmt.Sprintf("%s-%d", prefix, i))},
+				func(r *kgo.Record, err error) {
+					if err != nil {
+						acks.fail(fmt.Sprintf("%s: %v", r.Value, err))
+						return
+					}
+					acks.ack(string(r.Value), r.Offset)
+				})
+		}
+	}()
+	stopped := false
+	stop = func() int {
+		if stopped {
+			return 0
+		}
+		stopped = true
+		cancel()
+		n := <-done
+		fctx, fcancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer fcancel()
+		if err := cl.Flush(fctx); err != nil {
+			t.Errorf("flush %s producer: %v", prefix, err)
+		}
+		return n
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// nodeFigures logs each running node's resident memory and open file
+// descriptors, for the report.
+func nodeFigures(t *testing.T, c *harness.Cluster) {
+	t.Helper()
+	for i, b := range c.Nodes {
+		if !b.Running() {
+			continue
+		}
+		rss, err1 := harness.RSS(b.PID())
+		fds, err2 := harness.FDCount(b.PID())
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		t.Logf("node %d: VmRSS %d MiB, %d fds", i+1, rss>>20, fds)
+	}
+}
+
+// waitAgreedPartition waits until every running node's metadata shows
+// the same leader, leader epoch and ISR for a partition, satisfying
+// cond, and returns that state: a test about to act on the leader must
+// not act on one node's stale view.
+func waitAgreedPartition(t *testing.T, c *harness.Cluster, topic string, partition int32, timeout time.Duration, what string, cond func(harness.PartitionState) bool) harness.PartitionState {
+	t.Helper()
+	var st harness.PartitionState
+	harness.WaitFor(t, timeout, fmt.Sprintf("%s-%d on every running node: %s", topic, partition, what), func() bool {
+		var seen []harness.PartitionState
+		for _, b := range c.Nodes {
+			if !b.Running() {
+				continue
+			}
+			parts, err := metadataOn(b, topic)
+			if err != nil {
+				return false
+			}
+			i := slices.IndexFunc(parts, func(mp kmsg.MetadataResponseTopicPartition) bool { return mp.Partition == partition })
+			if i < 0 {
+				return false
+			}
+			mp := parts[i]
+			seen = append(seen, harness.PartitionState{Leader: mp.Leader, LeaderEpoch: mp.LeaderEpoch, Replicas: mp.Replicas, ISR: mp.ISR})
+		}
+		if len(seen) == 0 {
+			return false
+		}
+		for _, s := range seen[1:] {
+			if s.Leader != seen[0].Leader || s.LeaderEpoch != seen[0].LeaderEpoch || !slices.Equal(s.ISR, seen[0].ISR) {
+				return false
+			}
+		}
+		st = seen[0]
+		return cond(st)
+	})
+	return st
+}
+
+// waitCommittedEnd waits until a partition's high watermark is end: the
+// leader has learnt that its followers hold everything.
+func waitCommittedEnd(t *testing.T, c *harness.Cluster, topic string, partition int32, end int64) {
+	t.Helper()
+	adm := kadm.NewClient(c.Client())
+	harness.WaitFor(t, 2*time.Minute, fmt.Sprintf("the high watermark of %s-%d to reach %d", topic, partition, end), func() bool {
+		res, err := adm.ListEndOffsets(harness.Ctx(t, opTimeout), topic)
+		if err != nil {
+			return false
+		}
+		o, ok := res.Lookup(topic, partition)
+		return ok && o.Err == nil && o.Offset == end
+	})
+}
+
+// readCommitted waits until a partition's high watermark reaches end (a
+// high watermark read too early, as the ISR has just grown, shows less),
+// then reads every record below it by offset.
+func readCommitted(t *testing.T, c *harness.Cluster, topic string, partition int32, end int64) map[int64]string {
+	t.Helper()
+	waitCommittedEnd(t, c, topic, partition, end)
+	got := harness.PartitionValues(t, c.Bootstrap(), topic, partition)
+	if int64(len(got)) != end {
+		t.Fatalf("%d records of %s-%d read below the high watermark %d", len(got), topic, partition, end)
+	}
+	return got
+}
