@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +40,12 @@ type Config struct {
 	Binary string
 	// Overrides are passed to every node (key=value).
 	Overrides []string
+	// Proxied puts a fault-injecting TCP proxy of this process in front of
+	// each node's client and controller listeners, advertised in their
+	// place, so that every connection to a node (from clients, other
+	// brokers and controllers) crosses it; Cluster.Network cuts and heals
+	// links between nodes, and between this process's clients and a node.
+	Proxied bool
 	// Output receives every node's log lines, prefixed "[node N] ";
 	// nil discards them.
 	Output io.Writer
@@ -46,10 +54,18 @@ type Config struct {
 
 // Node is one weir process of the cluster.
 type Node struct {
-	ID         int32
-	Dir        string
+	ID  int32
+	Dir string
+	// ClientAddr and CtrlAddr are where clients and peers reach the node:
+	// its proxies when the cluster is proxied, else its listeners.
 	ClientAddr string
 	CtrlAddr   string
+	// ListenAddr and ListenCtrlAddr are the addresses the node binds.
+	ListenAddr     string
+	ListenCtrlAddr string
+	// Overrides apply to this node only, after Config.Overrides (set them
+	// before Start or Restart).
+	Overrides []string
 
 	c       *Cluster
 	mu      sync.Mutex
@@ -64,6 +80,7 @@ type Cluster struct {
 	cfg   Config
 	Nodes []*Node
 	outMu sync.Mutex
+	net   *Network // nil unless cfg.Proxied
 }
 
 // New lays out the cluster (dirs and ports) without starting anything.
@@ -95,15 +112,34 @@ func New(cfg Config) (*Cluster, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("local cluster: %w", err)
 		}
+		client := net.JoinHostPort(cfg.Host, strconv.Itoa(ports[2*i]))
+		ctrl := net.JoinHostPort(cfg.Host, strconv.Itoa(ports[2*i+1]))
 		c.Nodes = append(c.Nodes, &Node{
-			ID:         id,
-			Dir:        dir,
-			ClientAddr: net.JoinHostPort(cfg.Host, strconv.Itoa(ports[2*i])),
-			CtrlAddr:   net.JoinHostPort(cfg.Host, strconv.Itoa(ports[2*i+1])),
-			c:          c,
+			ID: id, Dir: dir,
+			ClientAddr: client, CtrlAddr: ctrl,
+			ListenAddr: client, ListenCtrlAddr: ctrl,
+			c: c,
 		})
 	}
+	if cfg.Proxied {
+		nw, err := newNetwork(c, cfg.Logger)
+		if err != nil {
+			return nil, err
+		}
+		c.net = nw
+	}
 	return c, nil
+}
+
+// Network is the proxies of a proxied cluster (nil otherwise).
+func (c *Cluster) Network() *Network { return c.net }
+
+// Close stops the proxies of a proxied cluster; call it once every node
+// has stopped.
+func (c *Cluster) Close() {
+	if c.net != nil {
+		c.net.Close()
+	}
 }
 
 // choosePorts returns client and controller ports, node by node.
@@ -115,23 +151,48 @@ func choosePorts(cfg Config) ([]int, error) {
 		}
 		return out, nil
 	}
-	// Free ports from the kernel, held until all are chosen so none is
-	// handed out twice.
+	// Free ports below the kernel's ephemeral range: a node's port is
+	// free while the node is down (killed, restarting), and an outgoing
+	// connection given that port by the kernel meanwhile would keep the
+	// node from binding it again. Each is held until all are chosen, so
+	// none is handed out twice.
+	lo, hi := 10000, ephemeralLow()
 	var lns []net.Listener
 	defer func() {
 		for _, ln := range lns {
 			ln.Close()
 		}
 	}()
-	for range 2 * cfg.Nodes {
-		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, "0"))
+	for tries := 0; len(out) < 2*cfg.Nodes; tries++ {
+		if tries > 10000 {
+			return nil, fmt.Errorf("local cluster: no %d free ports in %d-%d", 2*cfg.Nodes, lo, hi)
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(lo+rand.IntN(hi-lo))))
 		if err != nil {
-			return nil, fmt.Errorf("local cluster: pick a port: %w", err)
+			continue
 		}
 		lns = append(lns, ln)
 		out = append(out, ln.Addr().(*net.TCPAddr).Port)
 	}
 	return out, nil
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range.
+func ephemeralLow() int {
+	const fallback = 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return fallback
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return fallback
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil || n <= 11000 {
+		return fallback
+	}
+	return n
 }
 
 // Bootstrap is every node's client address, comma-separated.
@@ -199,10 +260,13 @@ func (n *Node) args() []string {
 		"--override", "node.id=" + strconv.Itoa(int(n.ID)),
 		"--override", "process.roles=broker,controller",
 		"--override", "log.dirs=" + n.Dir,
-		"--override", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.ClientAddr, n.CtrlAddr),
+		"--override", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.ListenAddr, n.ListenCtrlAddr),
 		"--override", "controller.quorum.voters=" + n.c.voters(),
 	}
-	for _, o := range n.c.cfg.Overrides {
+	if n.ClientAddr != n.ListenAddr {
+		args = append(args, "--override", "advertised.listeners=PLAINTEXT://"+n.ClientAddr)
+	}
+	for _, o := range append(slices.Clip(n.c.cfg.Overrides), n.Overrides...) {
 		args = append(args, "--override", o)
 	}
 	return args
