@@ -76,6 +76,7 @@ type checker struct {
 
 	faults []FaultWindow
 	open   map[string]int // proc+fault -> index in faults
+	errors []string
 }
 
 // Check judges a history.
@@ -217,11 +218,7 @@ func (c *checker) poll(op *Op) {
 				Detail: fmt.Sprintf("offset %d holds %q, which no producer sent", r.O, r.V)})
 		} else {
 			if s.readers == 0 {
-				t := c.topic(s.at.topic)
-				t.Read++
-				if s.status == sendOK {
-					t.AckedRead++
-				}
+				c.topic(s.at.topic).Read++
 			}
 			s.readers++
 		}
@@ -273,6 +270,13 @@ func (c *checker) commit(op *Op) {
 }
 
 func (c *checker) fault(op *Op) {
+	if op.Err != "" {
+		what := op.Fault
+		if what == "" {
+			what = op.Proc
+		}
+		c.errors = append(c.errors, fmt.Sprintf("%.1fs %s: %s", op.T, what, op.Err))
+	}
 	key := op.Proc + "/" + op.Fault
 	switch op.Type {
 	case TStart:
@@ -294,7 +298,7 @@ func (c *checker) judge() *Result {
 	c.lostAndUnseen()
 	c.sendOrder()
 	c.pollOrder()
-	res := &Result{Meta: c.meta, Ops: c.ops, Duration: c.lastT, Polls: c.polls, Commits: c.commits}
+	res := &Result{Meta: c.meta, Ops: c.ops, Duration: c.lastT, Polls: c.polls, Commits: c.commits, Errors: c.errors}
 	for _, name := range c.topicOrder() {
 		t := c.topics[name]
 		for _, k := range append(slices.Clone(SafetyKinds), KUnseen) {
@@ -332,6 +336,9 @@ func (c *checker) topicOrder() []string {
 func (c *checker) lostAndUnseen() {
 	for _, v := range c.order {
 		s := c.sends[v]
+		if s.status == sendOK && s.readers > 0 {
+			c.topic(s.at.topic).AckedRead++
+		}
 		if s.status != sendOK || s.readers > 0 {
 			continue
 		}

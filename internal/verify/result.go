@@ -122,6 +122,10 @@ type Result struct {
 	Bucket     float64        `json:"bucket"`   // seconds per timeline bucket
 	Timeline   []Bucket       `json:"timeline"`
 	Violations int            `json:"violations"` // safety anomalies on safety topics
+	// Errors are what went wrong with the run itself: a fault that could
+	// not be applied or healed, a cluster that did not recover, a final
+	// read that did not finish.
+	Errors []string `json:"errors,omitempty"`
 }
 
 // Meta is the run's description, the history's first line.

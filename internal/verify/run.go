@@ -1,0 +1,342 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Files a run writes into Options.Dir.
+const (
+	HistoryFile = "history.jsonl"
+	ResultFile  = "result.json"
+	ReportFile  = "report.html"
+)
+
+// Run starts (or attaches to) a cluster, runs the workload and the
+// nemesis for o.Duration, heals everything, reads every partition to its
+// end, and checks the history. The result is also written to o.Dir
+// (result.json, report.html beside history.jsonl). The error is about
+// the run itself (a cluster that would not start, a final read that
+// could not finish); anomalies are in the result.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("output dir: %w", err)
+	}
+	logf := func(format string, args ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "verify: "+format+"\n", args...)
+		}
+	}
+	start := time.Now()
+	rec, err := NewRecorder(filepath.Join(o.Dir, HistoryFile), start)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Close()
+
+	var e *env
+	var skipped []string
+	if len(o.Brokers) > 0 {
+		e, err = attach(ctx, o.Brokers)
+	} else {
+		logf("starting a cluster of %d nodes", o.Nodes)
+		e, skipped, err = startLocal(ctx, o, logf)
+	}
+	if err != nil {
+		return nil, err
+	}
+	stopped := false
+	stopEnv := func() {
+		if !stopped {
+			stopped = true
+			e.stop(logf)
+		}
+	}
+	defer stopEnv()
+	kinds, more := available(e, o.Faults)
+	skipped = append(skipped, more...)
+	for _, s := range more {
+		logf("fault skipped: %s", s)
+	}
+
+	topics := workloadTopics(o, e.lc == nil, start)
+	minISR := 2
+	if o.Unsafe {
+		minISR = 1
+	}
+	adminCl, err := kgo.NewClient(kgo.SeedBrokers(e.bootstrap...))
+	if err != nil {
+		return nil, err
+	}
+	defer adminCl.Close()
+	adm := kadm.NewClient(adminCl)
+	if err := createTopics(ctx, adm, topics, int16(min(3, len(e.ids))), minISR); err != nil {
+		return nil, err
+	}
+	nem := &nemesis{e: e, o: o, rec: rec, st: newStats(), rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x9e3779b9)),
+		main: topics[0], topics: topics, kinds: kinds, logf: logf}
+	if _, err := nem.waitHealthy(ctx, 2*time.Minute); err != nil {
+		return nil, fmt.Errorf("topics: %w", err)
+	}
+	rec.Add(Op{F: FMeta, Type: TInfo, Proc: "verify", Meta: &Meta{
+		Seed: o.Seed, Nodes: len(e.ids), Unsafe: o.Unsafe, Faults: kinds, Topics: topics,
+		Started: start.UTC().Format(time.RFC3339), Attached: e.lc == nil, Skipped: skipped,
+	}})
+	logf("workload on %s: %d producers, %d sends/s, %d assigned consumers, %d group members; faults: %v",
+		names(topics), o.Producers, o.Rate, o.Assigned, o.GroupMembers, kinds)
+
+	w, err := startWorkload(ctx, o, e, topics, rec, nem.st)
+	if err != nil {
+		return nil, err
+	}
+	progressDone := make(chan struct{})
+	progressCtx, stopProgress := context.WithCancel(ctx)
+	go func() {
+		defer close(progressDone)
+		progress(progressCtx, o, start, nem)
+	}()
+	nemDone := make(chan struct{})
+	go func() {
+		defer close(nemDone)
+		nem.run(w.ctx, start.Add(o.Duration))
+	}()
+	sleep(ctx, time.Until(start.Add(o.Duration)))
+	<-nemDone // it heals what it broke before returning
+
+	var runErr error
+	logf("stopping the producers")
+	w.stopProducers()
+	if _, err := nem.waitHealthy(context.Background(), 90*time.Second); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("cluster after the faults: %w", err))
+		rec.Add(Op{F: FFault, Type: TInfo, Proc: "verify", Err: "before the final read: " + err.Error()})
+	}
+	w.stopConsumers()
+	stopProgress()
+	<-progressDone
+	logf("final read of every partition")
+	if err := w.finalRead(); err != nil {
+		runErr = errors.Join(runErr, err)
+		rec.Add(Op{F: FFault, Type: TInfo, Proc: "verify", Err: err.Error()})
+	}
+	w.close()
+	if err := rec.Close(); err != nil {
+		return nil, err
+	}
+	logf("stopping the cluster")
+	stopEnv()
+
+	res, err := CheckFile(filepath.Join(o.Dir, HistoryFile))
+	if err != nil {
+		return nil, err
+	}
+	if err := WriteOutputs(o.Dir, res); err != nil {
+		return res, errors.Join(runErr, err)
+	}
+	return res, runErr
+}
+
+// CheckFile checks a saved history.
+func CheckFile(path string) (*Result, error) {
+	ops, err := ReadHistory(path)
+	if err != nil {
+		return nil, err
+	}
+	return Check(ops), nil
+}
+
+// WriteOutputs writes result.json and report.html into dir.
+func WriteOutputs(dir string, res *Result) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ResultFile), b, 0o644); err != nil {
+		return fmt.Errorf("result: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, ReportFile))
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := WriteHTML(f, res); err != nil {
+		f.Close()
+		return fmt.Errorf("report: %w", err)
+	}
+	return f.Close()
+}
+
+// workloadTopics names the topics: fresh names when attached, so that no
+// earlier data is mistaken for this run's.
+func workloadTopics(o Options, attached bool, start time.Time) []TopicInfo {
+	suffix := ""
+	if attached {
+		suffix = fmt.Sprintf("-%d-%d", o.Seed, start.Unix())
+	}
+	acks := "all"
+	if o.Unsafe {
+		acks = "1"
+	}
+	ts := []TopicInfo{{Name: "verify" + suffix, Partitions: o.Partitions, Acks: acks, Safety: true}}
+	if o.Acks1 && !o.Unsafe {
+		ts = append(ts, TopicInfo{Name: "verify-acks1" + suffix, Partitions: o.Partitions, Acks: "1"})
+	}
+	return ts
+}
+
+// workload is the running producers and consumers.
+type workload struct {
+	o      Options
+	e      *env
+	topics []TopicInfo
+	rec    *Recorder
+	st     *stats
+
+	ctx                  context.Context // ends when the run is cut short
+	prodCtx, consCtx     context.Context
+	stopProd, stopCons   context.CancelFunc
+	sendCtx              context.Context
+	cancelSends          context.CancelFunc
+	prodWG, consWG       sync.WaitGroup
+	producers, consumers []*kgo.Client
+	producerList         []*producer
+}
+
+func (w *workload) client(name string, opts ...kgo.Opt) (*kgo.Client, error) {
+	all := append([]kgo.Opt{
+		kgo.SeedBrokers(w.e.bootstrap...),
+		kgo.ClientID("weir-verify-" + name),
+		kgo.MetadataMinAge(250 * time.Millisecond),
+		kgo.MetadataMaxAge(5 * time.Second),
+		kgo.DialTimeout(3 * time.Second),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
+	}, opts...)
+	cl, err := kgo.NewClient(all...)
+	if err != nil {
+		return nil, fmt.Errorf("client %s: %w", name, err)
+	}
+	return cl, nil
+}
+
+func startWorkload(ctx context.Context, o Options, e *env, topics []TopicInfo, rec *Recorder, st *stats) (_ *workload, err error) {
+	w := &workload{o: o, e: e, topics: topics, rec: rec, st: st, ctx: ctx}
+	w.prodCtx, w.stopProd = context.WithCancel(ctx)
+	w.consCtx, w.stopCons = context.WithCancel(ctx)
+	w.sendCtx, w.cancelSends = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			w.stopProducers()
+			w.stopConsumers()
+			w.close()
+		}
+	}()
+	main := topics[0]
+	pace := time.Duration(o.Producers) * time.Second / time.Duration(o.Rate)
+	addProducer := func(name string, t TopicInfo, isMain bool, i int) error {
+		cl, err := w.client(name, producerOpts(t.Acks == "all")...)
+		if err != nil {
+			return err
+		}
+		w.producers = append(w.producers, cl)
+		p := &producer{name: name, topic: t.Name, partitions: t.Partitions, main: isMain, cl: cl,
+			rng: rand.New(rand.NewPCG(uint64(o.Seed), uint64(i+1))), rec: rec, st: st}
+		w.producerList = append(w.producerList, p)
+		w.prodWG.Add(1)
+		go func() {
+			defer w.prodWG.Done()
+			p.run(w.prodCtx, w.sendCtx, pace)
+		}()
+		return nil
+	}
+	for i := range o.Producers {
+		if err := addProducer(fmt.Sprintf("p%d", i+1), main, true, i); err != nil {
+			return nil, err
+		}
+	}
+	for i, t := range topics[1:] {
+		if err := addProducer(fmt.Sprintf("q%d", i+1), t, false, 100+i); err != nil {
+			return nil, err
+		}
+	}
+	for i := range o.Assigned {
+		name := fmt.Sprintf("a%d", i+1)
+		cl, err := w.client(name, append(consumerOpts(), kgo.ConsumePartitions(allFromStart(topics)))...)
+		if err != nil {
+			return nil, err
+		}
+		w.consumers = append(w.consumers, cl)
+		w.consWG.Add(1)
+		go func() {
+			defer w.consWG.Done()
+			runAssigned(w.consCtx, cl, rec, st, name)
+		}()
+	}
+	group := fmt.Sprintf("weir-verify-%d", o.Seed)
+	for i := range o.GroupMembers {
+		name := fmt.Sprintf("g%d", i+1)
+		cl, err := w.client(name, memberOpts(group, topics, rec, name)...)
+		if err != nil {
+			return nil, err
+		}
+		w.consumers = append(w.consumers, cl)
+		m := &member{name: name, group: group, cl: cl, rec: rec, st: st}
+		w.consWG.Add(1)
+		go func() {
+			defer w.consWG.Done()
+			m.run(w.consCtx)
+		}()
+	}
+	return w, nil
+}
+
+// stopProducers stops new sends and waits (bounded) for those in flight.
+func (w *workload) stopProducers() {
+	w.stopProd()
+	w.prodWG.Wait()
+	fctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	for _, cl := range w.producers {
+		cl.Flush(fctx)
+	}
+	w.cancelSends() // what is not sent yet fails; what is in flight waits for its answer
+	fctx2, cancel2 := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel2()
+	for _, cl := range w.producers {
+		cl.Flush(fctx2)
+	}
+}
+
+func (w *workload) stopConsumers() {
+	w.stopCons()
+	w.consWG.Wait()
+}
+
+func (w *workload) close() {
+	for _, cl := range append(w.producers, w.consumers...) {
+		cl.Close()
+	}
+	w.producers, w.consumers = nil, nil
+}
+
+func (w *workload) finalRead() error {
+	cl, err := w.client("final", append(consumerOpts(), kgo.ConsumePartitions(allFromStart(w.topics)))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	return finalRead(ctx, cl, kadm.NewClient(cl), w.topics, w.rec, w.st)
+}
