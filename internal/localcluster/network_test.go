@@ -1,0 +1,189 @@
+package localcluster
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// echo serves line echo on addr until the test ends.
+func echo(t *testing.T, addr string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+}
+
+// lineConn is one end of an echo connection: send a line, read it back.
+// One goroutine reads lines into a channel, so a read that timed out
+// leaves its line to the next one.
+type lineConn struct {
+	w     io.Writer
+	lines chan lineOrErr
+}
+
+type lineOrErr struct {
+	s   string
+	err error
+}
+
+func newLineConn(w io.Writer, r io.Reader) *lineConn {
+	l := &lineConn{w: w, lines: make(chan lineOrErr, 16)}
+	go func() {
+		br := bufio.NewReader(r)
+		for {
+			s, err := br.ReadString('\n')
+			l.lines <- lineOrErr{strings.TrimSpace(s), err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return l
+}
+
+// roundTrip sends s and waits up to wait for it to come back.
+func (l *lineConn) roundTrip(s string, wait time.Duration) error {
+	if _, err := fmt.Fprintln(l.w, s); err != nil {
+		return err
+	}
+	got, err := readLine(l, wait)
+	if err == nil && got != s {
+		err = fmt.Errorf("echoed %q, want %q", got, s)
+	}
+	return err
+}
+
+var errTimeout = errors.New("no echo in time")
+
+// otherProcess connects to addr from a child process (a shell), standing
+// in for another node, and relays lines to it through its stdin/stdout.
+func otherProcess(t *testing.T, addr string) (*exec.Cmd, *lineConn) {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command("bash", "-c", fmt.Sprintf(
+		`exec 3<>/dev/tcp/%s/%s || exit 1; while read -r l; do echo "$l" >&3; read -r r <&3 || exit 1; echo "$r"; done`, host, port))
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no bash to stand in for a node: %v", err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd, newLineConn(in, out)
+}
+
+// TestNetworkCutsByOpener: a proxy tells connections apart by the process
+// that opened them. A black hole between node 2 and node 1 holds node
+// 2's bytes (delivered at the heal) while this process's clients go on;
+// a reset between the clients and node 1 closes their connection and
+// refuses new ones while node 2 goes on.
+func TestNetworkCutsByOpener(t *testing.T) {
+	c, err := New(Config{Nodes: 2, Dir: t.TempDir(), Binary: "/bin/true", Proxied: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	n1 := c.Node(1)
+	if n1.ClientAddr == n1.ListenAddr || n1.CtrlAddr == n1.ListenCtrlAddr {
+		t.Fatal("a proxied node is reached at its own listeners")
+	}
+	if got := c.Network().Direct(n1.ClientAddr); got != n1.ListenAddr {
+		t.Fatalf("Direct(%s) = %s, want %s", n1.ClientAddr, got, n1.ListenAddr)
+	}
+	echo(t, n1.ListenAddr)
+
+	// Node 2 is a shell connected to node 1's proxy.
+	cmd, peer := otherProcess(t, n1.ClientAddr)
+	c.Node(2).mu.Lock()
+	c.Node(2).cmd = cmd
+	c.Node(2).mu.Unlock()
+
+	dial := func() *lineConn {
+		t.Helper()
+		conn, err := net.Dial("tcp", n1.ClientAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return newLineConn(conn, conn)
+	}
+	client := dial()
+	const wait = 30 * time.Second
+	for _, lc := range []*lineConn{client, peer} {
+		if err := lc.roundTrip("hello", wait); err != nil {
+			t.Fatalf("before any cut: %v", err)
+		}
+	}
+
+	nw := c.Network()
+	nw.Cut(2, 1, BlackHole)
+	if got := nw.Cuts(); len(got) != 1 || got[0] != [2]int32{1, 2} {
+		t.Fatalf("cuts %v", got)
+	}
+	if err := client.roundTrip("clients pass", wait); err != nil {
+		t.Fatalf("clients with node 2 cut from node 1: %v", err)
+	}
+	// The cut holds node 2's bytes: no echo may come while it lasts. A
+	// short wait shows it (the bytes cannot pass, however long one waits).
+	if err := peer.roundTrip("held", 300*time.Millisecond); !errors.Is(err, errTimeout) {
+		t.Fatalf("node 2 through a black hole: %v, want no answer", err)
+	}
+	nw.Heal()
+	if line, err := readLine(peer, wait); err != nil || line != "held" {
+		t.Fatalf("after the heal, the held line: %q %v", line, err)
+	}
+
+	nw.Cut(Clients, 1, Reset)
+	if err := client.roundTrip("reset", wait); err == nil || errors.Is(err, errTimeout) {
+		t.Fatalf("a client of a reset link: %v, want the connection closed", err)
+	}
+	if err := dial().roundTrip("refused", wait); err == nil || errors.Is(err, errTimeout) {
+		t.Fatalf("a new client of a reset link: %v, want it refused", err)
+	}
+	if err := peer.roundTrip("node 2 passes", wait); err != nil {
+		t.Fatalf("node 2 with the clients cut: %v", err)
+	}
+	nw.Heal()
+	if err := dial().roundTrip("healed", wait); err != nil {
+		t.Fatalf("a new client after the heal: %v", err)
+	}
+}
+
+func readLine(l *lineConn, wait time.Duration) (string, error) {
+	select {
+	case r := <-l.lines:
+		return r.s, r.err
+	case <-time.After(wait):
+		return "", errTimeout
+	}
+}
