@@ -74,9 +74,10 @@ type checker struct {
 	committed map[string]map[tp]int64
 	pending   map[string]map[tp]int64 // proc -> snapshot at invoke
 
-	faults []FaultWindow
-	open   map[string]int // proc+fault -> index in faults
-	errors []string
+	faults    []FaultWindow
+	open      map[string]int // proc+fault -> index in faults
+	errors    []string
+	resources []NodeResources
 }
 
 // Check judges a history.
@@ -148,6 +149,8 @@ func (c *checker) op(op *Op) {
 		c.commit(op)
 	case FFault:
 		c.fault(op)
+	case FResources:
+		c.resources = append(c.resources, NodeResources{Node: op.Node, PeakRSS: op.RSS, PeakFDs: op.FDs})
 	}
 }
 
@@ -298,7 +301,8 @@ func (c *checker) judge() *Result {
 	c.lostAndUnseen()
 	c.sendOrder()
 	c.pollOrder()
-	res := &Result{Meta: c.meta, Ops: c.ops, Duration: c.lastT, Polls: c.polls, Commits: c.commits, Errors: c.errors}
+	res := &Result{Meta: c.meta, Ops: c.ops, Duration: c.lastT, Polls: c.polls, Commits: c.commits, Errors: c.errors,
+		Resources: c.resources}
 	for _, name := range c.topicOrder() {
 		t := c.topics[name]
 		for _, k := range append(slices.Clone(SafetyKinds), KUnseen) {

@@ -18,6 +18,7 @@ const (
 	FRebalance = "rebalance" // a group member's assignment changed
 	FFault     = "fault"     // the nemesis: a fault starts or heals
 	FMeta      = "meta"      // the first line: the run's description
+	FResources = "resources" // one node's peak memory and descriptors
 )
 
 // Operation types (Op.Type). A process invokes an operation and later
@@ -62,6 +63,10 @@ type Op struct {
 	Err string `json:"err,omitempty"`
 
 	Meta *Meta `json:"meta,omitempty"`
+
+	// resources
+	RSS int64 `json:"rss,omitempty"`
+	FDs int   `json:"fds,omitempty"`
 }
 
 // Rec is one record a poll returned.

@@ -69,6 +69,7 @@ var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 		return fmt.Sprintf("%.1f", f.End)
 	},
 	"join": strings.Join,
+	"mib":  func(b int64) int64 { return b >> 20 },
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>weir verify: seed {{.R.Meta.Seed}}</title>
@@ -125,6 +126,11 @@ td.nz { background: #fbd5d5; font-weight: 600; }
 <h2>Faults</h2>
 <table><tr><th>start (s)</th><th>heal (s)</th><th class="l">fault</th><th>node</th><th class="l">what</th><th>acknowledged/s</th><th>recovery</th></tr>
 {{range .R.Faults}}<tr><td>{{f1 .Start}}</td><td>{{healed .}}</td><td class="l">{{.Fault}}</td><td>{{.Node}}</td><td class="l">{{.Detail}}</td><td>{{f1 .Rate}}</td><td>{{secs .Recovery}}</td></tr>
+{{end}}</table>{{end}}
+{{if .R.Resources}}
+<h2>Nodes</h2>
+<table><tr><th>node</th><th>peak RSS (MiB)</th><th>peak open descriptors</th></tr>
+{{range .R.Resources}}<tr><td>{{.Node}}</td><td>{{mib .PeakRSS}}</td><td>{{.PeakFDs}}</td></tr>
 {{end}}</table>{{end}}
 </body></html>
 `))

@@ -98,6 +98,9 @@ func WriteSummary(w io.Writer, res *Result) {
 		fmt.Fprintf(tw, "(no fault)\t\t\t%.1f\t\t\n", res.Baseline)
 		tw.Flush()
 	}
+	for _, r := range res.Resources {
+		fmt.Fprintf(w, "node %d: peak RSS %d MiB, peak open descriptors %d\n", r.Node, r.PeakRSS>>20, r.PeakFDs)
+	}
 	for _, e := range res.Errors {
 		fmt.Fprintf(w, "error: %s\n", e)
 	}

@@ -126,6 +126,8 @@ type Result struct {
 	// not be applied or healed, a cluster that did not recover, a final
 	// read that did not finish.
 	Errors []string `json:"errors,omitempty"`
+	// Resources are the nodes' peaks (local clusters only).
+	Resources []NodeResources `json:"resources,omitempty"`
 }
 
 // Meta is the run's description, the history's first line.

@@ -59,6 +59,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The guard may end the run: everything below runs under runCtx.
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	g := &guard{}
+	guardCtx, stopGuard := context.WithCancel(ctx)
+	defer stopGuard()
+	guardDone := make(chan struct{})
+	go func() {
+		defer close(guardDone)
+		g.run(guardCtx, e, cancelRun)
+	}()
 	stopped := false
 	stopEnv := func() {
 		if !stopped {
@@ -133,6 +144,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		rec.Add(Op{F: FFault, Type: TInfo, Proc: "verify", Err: err.Error()})
 	}
 	w.close()
+	stopGuard()
+	<-guardDone
+	for _, op := range g.ops() {
+		rec.Add(op)
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		runErr = errors.Join(runErr, cause)
+		rec.Add(Op{F: FFault, Type: TInfo, Proc: "verify", Err: cause.Error()})
+	}
 	if err := rec.Close(); err != nil {
 		return nil, err
 	}
