@@ -79,8 +79,9 @@ h1 { font-size: 22px; margin: 0 0 8px; }
 h2 { font-size: 17px; margin: 28px 0 8px; }
 .verdict { display: inline-block; padding: 6px 14px; border-radius: 4px; font-weight: 600; color: #fff; }
 .ok { background: #2a7d2a; } .bad { background: #b01c1c; }
-table { border-collapse: collapse; margin: 6px 0; }
-th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
+table { border-collapse: collapse; margin: 6px 0; font-size: 12px; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; }
+th { max-width: 84px; }
 th { background: #f2f2f2; } td.l, th.l { text-align: left; }
 td.nz { background: #fbd5d5; font-weight: 600; }
 .plot { display: block; margin: 8px 0; background: #fff; border: 1px solid #ddd; }
