@@ -84,7 +84,7 @@ the checker find loss. --check re-checks a saved history.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.Nodes, "nodes", 3, "nodes of the local cluster")
-	f.DurationVar(&o.Duration, "duration", 5*time.Minute, "how long the workload and the faults run")
+	f.DurationVar(&o.Duration, "duration", 5*time.Minute, "how long the workload and the faults run (longer if needed for each fault to strike once)")
 	f.Int64Var(&o.Seed, "seed", 1, "seed of the schedule and the values")
 	f.StringVar(&faults, "faults", strings.Join(verify.AllFaults, ","), `faults to inject, comma-separated, or "none" (--unsafe: lose)`)
 	f.StringVar(&brokers, "brokers", "", "attach to these brokers (host:port,...) instead of starting a cluster")

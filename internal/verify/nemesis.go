@@ -87,14 +87,16 @@ func (n *nemesis) waitHealthy(ctx context.Context, timeout time.Duration) (time.
 	}
 }
 
-// run injects faults until there is no room for another before until.
+// run injects faults until there is no room for another before until,
+// and at least one round: every kind asked for strikes once, however
+// slowly the cluster recovers (the run is longer then).
 func (n *nemesis) run(ctx context.Context, until time.Time) {
 	if len(n.kinds) == 0 {
 		return
 	}
 	sleep(ctx, min(5*time.Second, n.o.Interval/2)) // warm up
 	var round []string
-	for i := 0; ctx.Err() == nil && time.Until(until) >= n.o.Interval; i++ {
+	for i := 0; ctx.Err() == nil && (time.Until(until) >= n.o.Interval || i < len(n.kinds)); i++ {
 		if len(round) == 0 {
 			round = slices.Clone(n.kinds)
 			n.rng.Shuffle(len(round), func(a, b int) { round[a], round[b] = round[b], round[a] })

@@ -27,7 +27,9 @@ var AllFaults = []string{FaultKill, FaultPause, FaultPartition, FaultTorn, Fault
 
 // Options configure a run.
 type Options struct {
-	Nodes    int
+	Nodes int
+	// Duration is how long the workload runs: at least, for every kind
+	// of fault asked for strikes once whatever the cluster's pace.
 	Duration time.Duration
 	Seed     int64
 	Faults   []string

@@ -85,7 +85,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	topics := workloadTopics(o, e.lc == nil, start)
-	minISR := 2
+	rf := min(3, len(e.ids))
+	minISR := min(2, rf)
 	if o.Unsafe {
 		minISR = 1
 	}
@@ -95,7 +96,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer adminCl.Close()
 	adm := kadm.NewClient(adminCl)
-	if err := createTopics(ctx, adm, topics, int16(min(3, len(e.ids))), minISR); err != nil {
+	if err := createTopics(ctx, adm, topics, int16(rf), minISR); err != nil {
 		return nil, err
 	}
 	nem := &nemesis{e: e, o: o, rec: rec, st: newStats(), rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x9e3779b9)),
@@ -126,7 +127,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		nem.run(w.ctx, start.Add(o.Duration))
 	}()
 	sleep(ctx, time.Until(start.Add(o.Duration)))
-	<-nemDone // it heals what it broke before returning
+	<-nemDone // it heals what it broke before returning; it may outlast Duration
 
 	var runErr error
 	logf("stopping the producers")
