@@ -60,7 +60,10 @@ type Node struct {
 	// its proxies when the cluster is proxied, else its listeners.
 	ClientAddr string
 	CtrlAddr   string
-	// ListenAddr and ListenCtrlAddr are the addresses the node binds.
+	// ListenAddr and ListenCtrlAddr are the addresses the node binds. In
+	// a proxied cluster they change at every restart (nothing but the
+	// proxies knows them), so that a port taken by another process while
+	// the node was down cannot keep it down; read them with Listeners.
 	ListenAddr     string
 	ListenCtrlAddr string
 	// Overrides apply to this node only, after Config.Overrides (set them
@@ -222,7 +225,13 @@ func (c *Cluster) Start(ctx context.Context) error {
 		}
 	}
 	for _, n := range c.Nodes {
-		if err := n.WaitStarted(ctx); err != nil {
+		err := n.WaitStarted(ctx)
+		if err != nil && c.net != nil && ctx.Err() == nil {
+			// Exited early: most likely a port taken between its pick
+			// and the bind. A proxied node can take other ports.
+			err = n.Restart(ctx)
+		}
+		if err != nil {
 			c.Kill()
 			return err
 		}
@@ -254,16 +263,37 @@ func (c *Cluster) Kill() {
 // Node returns node id.
 func (c *Cluster) Node(id int32) *Node { return c.Nodes[id-1] }
 
+// Listeners are the addresses the node binds now (client, controller).
+func (n *Node) Listeners() (client, ctrl string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ListenAddr, n.ListenCtrlAddr
+}
+
+// freshPorts gives a proxied node new listener ports before a launch.
+func (n *Node) freshPorts() error {
+	ports, err := choosePorts(Config{Nodes: 1, Host: n.c.cfg.Host})
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.ListenAddr = net.JoinHostPort(n.c.cfg.Host, strconv.Itoa(ports[0]))
+	n.ListenCtrlAddr = net.JoinHostPort(n.c.cfg.Host, strconv.Itoa(ports[1]))
+	return nil
+}
+
 // args is the serve command line of a node.
 func (n *Node) args() []string {
+	listen, listenCtrl := n.Listeners()
 	args := []string{"serve",
 		"--override", "node.id=" + strconv.Itoa(int(n.ID)),
 		"--override", "process.roles=broker,controller",
 		"--override", "log.dirs=" + n.Dir,
-		"--override", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.ListenAddr, n.ListenCtrlAddr),
+		"--override", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", listen, listenCtrl),
 		"--override", "controller.quorum.voters=" + n.c.voters(),
 	}
-	if n.ClientAddr != n.ListenAddr {
+	if n.ClientAddr != listen {
 		args = append(args, "--override", "advertised.listeners=PLAINTEXT://"+n.ClientAddr)
 	}
 	for _, o := range append(slices.Clip(n.c.cfg.Overrides), n.Overrides...) {
@@ -411,14 +441,32 @@ func (n *Node) Resume() error {
 	return n.cmd.Process.Signal(syscall.SIGCONT)
 }
 
-// Restart starts a stopped node again on the same ports and data dir and
-// waits until it serves.
+// Restart starts a stopped node again on the same data dir and waits
+// until it serves. An unproxied node binds the same ports; a proxied one
+// binds fresh ones behind its unchanged proxies, and is tried up to three
+// times (a port can still be taken between its pick and the bind).
 func (n *Node) Restart(ctx context.Context) error {
 	if n.Running() {
 		return fmt.Errorf("node %d is still running", n.ID)
 	}
-	if err := n.launch(); err != nil {
-		return err
+	tries := 1
+	if n.c.net != nil {
+		tries = 3
 	}
-	return n.WaitStarted(ctx)
+	var err error
+	for range tries {
+		if n.c.net != nil {
+			if err = n.freshPorts(); err != nil {
+				return err
+			}
+		}
+		if err = n.launch(); err != nil {
+			return err
+		}
+		if err = n.WaitStarted(ctx); err == nil || ctx.Err() != nil {
+			return err
+		}
+		n.Kill()
+	}
+	return err
 }

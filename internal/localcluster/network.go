@@ -48,14 +48,28 @@ type Network struct {
 	conns   map[*pconn]struct{}
 	proxies []*proxy
 	closed  bool
-	direct  map[string]string // proxy address -> the node's own listener
+	direct  map[string]*proxy // by proxy address
+	owned   map[string]int    // listener address -> the node process seen listening there
 }
 
 // proxy is one listener in front of one of a node's listeners.
 type proxy struct {
-	ln     net.Listener
-	target string
-	node   int32
+	ln   net.Listener
+	node *Node
+	ctrl bool // in front of the controller listener
+}
+
+// target is where the proxy connects now, and the process that must be
+// listening there; ok is false while the node is down.
+func (p *proxy) target() (addr string, pid int, ok bool) {
+	if !p.node.Running() {
+		return "", 0, false
+	}
+	client, ctrl := p.node.Listeners()
+	if p.ctrl {
+		return ctrl, p.node.PID(), true
+	}
+	return client, p.node.PID(), true
 }
 
 // pconn is one proxied connection.
@@ -69,20 +83,20 @@ type pconn struct {
 // newNetwork binds the proxies and points the nodes' advertised client and
 // controller addresses at them.
 func newNetwork(c *Cluster, logger *slog.Logger) (*Network, error) {
-	nw := &Network{c: c, log: logger, cuts: map[[2]int32]CutMode{}, conns: map[*pconn]struct{}{}, direct: map[string]string{}}
+	nw := &Network{c: c, log: logger, cuts: map[[2]int32]CutMode{}, conns: map[*pconn]struct{}{},
+		direct: map[string]*proxy{}, owned: map[string]int{}}
 	nw.cond = sync.NewCond(&nw.mu)
 	for _, n := range c.Nodes {
-		for _, addr := range []*string{&n.ClientAddr, &n.CtrlAddr} {
-			target := *addr
+		for i, addr := range []*string{&n.ClientAddr, &n.CtrlAddr} {
 			ln, err := net.Listen("tcp", net.JoinHostPort(c.cfg.Host, "0"))
 			if err != nil {
 				nw.Close()
 				return nil, fmt.Errorf("local cluster: proxy for node %d: %w", n.ID, err)
 			}
-			p := &proxy{ln: ln, target: target, node: n.ID}
+			p := &proxy{ln: ln, node: n, ctrl: i == 1}
 			nw.proxies = append(nw.proxies, p)
 			*addr = ln.Addr().String()
-			nw.direct[*addr] = target
+			nw.direct[*addr] = p
 		}
 	}
 	for _, p := range nw.proxies {
@@ -97,11 +111,16 @@ func newNetwork(c *Cluster, logger *slog.Logger) (*Network, error) {
 // while it is partitioned); other addresses are returned unchanged.
 func (nw *Network) Direct(addr string) string {
 	nw.mu.Lock()
-	defer nw.mu.Unlock()
-	if d, ok := nw.direct[addr]; ok {
-		return d
+	p, ok := nw.direct[addr]
+	nw.mu.Unlock()
+	if !ok {
+		return addr
 	}
-	return addr
+	client, ctrl := p.node.Listeners()
+	if p.ctrl {
+		return ctrl
+	}
+	return client
 }
 
 func pair(a, b int32) [2]int32 {
@@ -225,11 +244,11 @@ func (nw *Network) serve(p *proxy, c net.Conn) {
 	if err != nil {
 		// Its opener is gone already, or is no process of ours: a
 		// stranger is never let through a proxy that may be cut.
-		nw.log.Debug("proxy: unknown connection", "node", p.node, "err", err)
+		nw.log.Debug("proxy: unknown connection", "node", p.node.ID, "err", err)
 		resetConn(c)
 		return
 	}
-	pc := &pconn{from: from, to: p.node, client: c}
+	pc := &pconn{from: from, to: p.node.ID, client: c}
 	nw.mu.Lock()
 	if nw.closed {
 		nw.mu.Unlock()
@@ -243,7 +262,14 @@ func (nw *Network) serve(p *proxy, c net.Conn) {
 		nw.closeConn(pc, true)
 		return
 	}
-	s, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	target, pid, up := p.target()
+	if !up || !nw.listening(pid, target) {
+		// Down, or not listening yet: nothing else may answer in its
+		// place (another process may hold its old port meanwhile).
+		nw.closeConn(pc, true)
+		return
+	}
+	s, err := net.DialTimeout("tcp", target, 5*time.Second)
 	if err != nil {
 		nw.closeConn(pc, true) // the node is down: so is its proxy
 		return
@@ -259,6 +285,29 @@ func (nw *Network) serve(p *proxy, c net.Conn) {
 	nw.wg.Add(2)
 	go nw.pump(pc, c, s)
 	go nw.pump(pc, s, c)
+}
+
+// listening reports whether process pid holds the listening socket at
+// addr, remembering a yes (a process keeps its listeners until it exits).
+func (nw *Network) listening(pid int, addr string) bool {
+	nw.mu.Lock()
+	seen := nw.owned[addr] == pid
+	nw.mu.Unlock()
+	if seen {
+		return true
+	}
+	ta, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return false
+	}
+	ino, err := listenerInode(ta)
+	if err != nil || !holdsSocket(pid, ino) {
+		return false
+	}
+	nw.mu.Lock()
+	nw.owned[addr] = pid
+	nw.mu.Unlock()
+	return true
 }
 
 // waitPassLocked waits while pc's link is black-holed; it reports false

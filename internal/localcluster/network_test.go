@@ -6,32 +6,66 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 )
 
-// echo serves line echo on addr until the test ends.
-func echo(t *testing.T, addr string) {
-	t.Helper()
+// TestHelperEcho is not a test: run by echoNode as a child process, it
+// serves line echo on $WEIR_TEST_ECHO until killed.
+func TestHelperEcho(t *testing.T) {
+	addr := os.Getenv("WEIR_TEST_ECHO")
+	if addr == "" {
+		t.Skip("helper process for TestNetworkCutsByOpener")
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				io.Copy(c, c)
-			}()
+	fmt.Println("listening")
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
 		}
+		go func() {
+			defer c.Close()
+			io.Copy(c, c)
+		}()
+	}
+}
+
+// echoNode makes n a running process that echoes on its client listener:
+// this test binary, re-run as TestHelperEcho.
+func echoNode(t *testing.T, n *Node) {
+	t.Helper()
+	addr, _ := n.Listeners()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperEcho$")
+	cmd.Env = append(os.Environ(), "WEIR_TEST_ECHO="+addr)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(done)
 	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-done
+	})
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || strings.TrimSpace(line) != "listening" {
+		t.Fatalf("echo helper: %q %v", line, err)
+	}
+	n.mu.Lock()
+	n.cmd, n.done = cmd, done
+	n.mu.Unlock()
 }
 
 // lineConn is one end of an echo connection: send a line, read it back.
@@ -103,7 +137,7 @@ func otherProcess(t *testing.T, addr string) (*exec.Cmd, *lineConn) {
 }
 
 // TestNetworkCutsByOpener: a proxy tells connections apart by the process
-// that opened them. A black hole between node 2 and node 1 holds node
+// that opened them, and connects only to its own node's process. A black hole between node 2 and node 1 holds node
 // 2's bytes (delivered at the heal) while this process's clients go on;
 // a reset between the clients and node 1 closes their connection and
 // refuses new ones while node 2 goes on.
@@ -120,7 +154,7 @@ func TestNetworkCutsByOpener(t *testing.T) {
 	if got := c.Network().Direct(n1.ClientAddr); got != n1.ListenAddr {
 		t.Fatalf("Direct(%s) = %s, want %s", n1.ClientAddr, got, n1.ListenAddr)
 	}
-	echo(t, n1.ListenAddr)
+	echoNode(t, n1)
 
 	// Node 2 is a shell connected to node 1's proxy.
 	cmd, peer := otherProcess(t, n1.ClientAddr)
@@ -176,6 +210,31 @@ func TestNetworkCutsByOpener(t *testing.T) {
 	nw.Heal()
 	if err := dial().roundTrip("healed", wait); err != nil {
 		t.Fatalf("a new client after the heal: %v", err)
+	}
+
+	// Node 1 dies and a stranger takes its port: the proxy must refuse
+	// rather than connect clients to the stranger.
+	n1.Kill()
+	addr, _ := n1.Listeners()
+	stranger, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("take node 1's port: %v", err)
+	}
+	defer stranger.Close()
+	go func() {
+		for {
+			c, err := stranger.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	if err := dial().roundTrip("stranger", wait); err == nil || errors.Is(err, errTimeout) {
+		t.Fatalf("a client of a dead node whose port another process holds: %v, want refused", err)
 	}
 }
 

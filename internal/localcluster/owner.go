@@ -19,9 +19,21 @@ import (
 // (or this process) a connection comes from, without any help from the
 // broker.
 
+// listenerInode finds the inode of the listening TCP socket bound to addr.
+func listenerInode(addr *net.TCPAddr) (uint64, error) {
+	return findSocket(addr, nil)
+}
+
 // socketInode finds the inode of the TCP socket whose local address is
-// local and whose peer is remote, in /proc/net/tcp (IPv4) or tcp6.
+// local and whose peer is remote.
 func socketInode(local, remote *net.TCPAddr) (uint64, error) {
+	return findSocket(local, remote)
+}
+
+// findSocket finds the inode of the TCP socket whose local address is
+// local and whose peer is remote (nil: a listening socket), in
+// /proc/net/tcp (IPv4) or tcp6.
+func findSocket(local, remote *net.TCPAddr) (uint64, error) {
 	want4 := local.IP.To4() != nil
 	file := "/proc/net/tcp"
 	if !want4 {
@@ -31,12 +43,18 @@ func socketInode(local, remote *net.TCPAddr) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", file, err)
 	}
-	l, r := procAddr(local), procAddr(remote)
+	l := procAddr(local)
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Scan() // header
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 10 || f[1] != l || f[2] != r {
+		if len(f) < 10 || f[1] != l {
+			continue
+		}
+		if remote == nil && f[3] != "0A" { // TCP_LISTEN
+			continue
+		}
+		if remote != nil && f[2] != procAddr(remote) {
 			continue
 		}
 		ino, err := strconv.ParseUint(f[9], 10, 64)

@@ -211,7 +211,6 @@ func finalRead(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topics []T
 			want[tp{o.Topic, o.Partition}] = o.Offset
 		}
 	})
-	got := map[tp]int64{}
 	for len(want) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -220,7 +219,6 @@ func finalRead(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topics []T
 		for topic, ps := range recordPolls(rec, st, "final", fs) {
 			for p, eo := range ps {
 				at := tp{topic, p}
-				got[at] = eo.Offset
 				if eo.Offset >= want[at] {
 					delete(want, at)
 				}

@@ -11,20 +11,16 @@ import (
 	"github.com/weir-project/weir/internal/localcluster"
 )
 
-// restart starts a stopped node again, trying twice: a node that cannot
-// come back is itself a finding, reported by the heal's error.
+// restart starts a stopped node again (localcluster retries on fresh
+// ports): a node that cannot come back is itself a finding, reported by
+// the heal's error.
 func restart(ctx context.Context, node *localcluster.Node) error {
-	var err error
-	for range 2 {
-		rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-		err = node.Restart(rctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		node.Kill()
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := node.Restart(rctx); err != nil {
+		return fmt.Errorf("node %d did not restart: %w", node.ID, err)
 	}
-	return fmt.Errorf("node %d did not restart: %w", node.ID, err)
+	return nil
 }
 
 // killFault is kill -9 and, at the heal, a restart: of the drawn leader

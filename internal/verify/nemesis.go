@@ -122,7 +122,12 @@ func (n *nemesis) run(ctx context.Context, until time.Time) {
 		end := Op{F: FFault, Type: TEnd, Proc: "nemesis", Fault: kind, Node: node, Detail: hdetail}
 		if err != nil {
 			end.Err = "heal: " + err.Error()
-			n.logf("heal %s: %v", kind, err)
+			n.logf("heal %s: %v; no more faults", kind, err)
+			n.rec.Add(end)
+			n.set("")
+			// A fault that did not heal leaves the cluster broken: more
+			// faults would only break it further, and prove nothing.
+			return
 		}
 		n.rec.Add(end)
 		n.set("recovering from " + kind)
