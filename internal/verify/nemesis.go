@@ -130,6 +130,10 @@ func (n *nemesis) run(ctx context.Context, until time.Time) {
 			return
 		}
 		n.rec.Add(end)
+		if ctx.Err() != nil {
+			n.set("")
+			return
+		}
 		n.set("recovering from " + kind)
 		sleep(ctx, time.Until(began.Add(n.o.Interval)))
 		if took, err := n.waitHealthy(ctx, 60*time.Second); err != nil {

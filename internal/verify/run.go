@@ -130,9 +130,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	<-nemDone // it heals what it broke before returning; it may outlast Duration
 
 	var runErr error
+	// Interrupted (Ctrl-C, or the guard): check what there is, quickly.
+	hurry := ctx.Err() != nil
+	if hurry {
+		runErr = errors.New("interrupted: the final read may be partial")
+	}
 	logf("stopping the producers")
-	w.stopProducers()
-	if _, err := nem.waitHealthy(context.Background(), 90*time.Second); err != nil {
+	w.stopProducers(hurry)
+	if hurry {
+		// No waiting for the cluster's health.
+	} else if _, err := nem.waitHealthy(context.Background(), 90*time.Second); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("cluster after the faults: %w", err))
 		rec.Add(Op{F: FFault, Type: TInfo, Proc: "verify", Err: "before the final read: " + err.Error()})
 	}
@@ -140,7 +147,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	stopProgress()
 	<-progressDone
 	logf("final read of every partition")
-	if err := w.finalRead(); err != nil {
+	if err := w.finalRead(hurry); err != nil {
 		runErr = errors.Join(runErr, err)
 		rec.Add(Op{F: FFault, Type: TInfo, Proc: "verify", Err: err.Error()})
 	}
@@ -258,7 +265,7 @@ func startWorkload(ctx context.Context, o Options, e *env, topics []TopicInfo, r
 	w.sendCtx, w.cancelSends = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
-			w.stopProducers()
+			w.stopProducers(true)
 			w.stopConsumers()
 			w.close()
 		}
@@ -322,17 +329,22 @@ func startWorkload(ctx context.Context, o Options, e *env, topics []TopicInfo, r
 	return w, nil
 }
 
-// stopProducers stops new sends and waits (bounded) for those in flight.
-func (w *workload) stopProducers() {
+// stopProducers stops new sends and waits (bounded, briefly in a hurry)
+// for those in flight.
+func (w *workload) stopProducers(hurry bool) {
 	w.stopProd()
 	w.prodWG.Wait()
-	fctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	first, second := 45*time.Second, 60*time.Second
+	if hurry {
+		first, second = 5*time.Second, 5*time.Second
+	}
+	fctx, cancel := context.WithTimeout(context.Background(), first)
 	defer cancel()
 	for _, cl := range w.producers {
 		cl.Flush(fctx)
 	}
 	w.cancelSends() // what is not sent yet fails; what is in flight waits for its answer
-	fctx2, cancel2 := context.WithTimeout(context.Background(), 60*time.Second)
+	fctx2, cancel2 := context.WithTimeout(context.Background(), second)
 	defer cancel2()
 	for _, cl := range w.producers {
 		cl.Flush(fctx2)
@@ -351,13 +363,17 @@ func (w *workload) close() {
 	w.producers, w.consumers = nil, nil
 }
 
-func (w *workload) finalRead() error {
+func (w *workload) finalRead(hurry bool) error {
 	cl, err := w.client("final", append(consumerOpts(), kgo.ConsumePartitions(allFromStart(w.topics)))...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	wait := 3 * time.Minute
+	if hurry {
+		wait = 15 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	return finalRead(ctx, cl, kadm.NewClient(cl), w.topics, w.rec, w.st)
 }
