@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -56,6 +57,15 @@ the checker find loss. --check re-checks a saved history.`,
 				if res, err = verify.CheckFile(check); err != nil {
 					return err
 				}
+				if o.Dir != "" {
+					// A fresh result.json and report.html from the history.
+					if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+						return err
+					}
+					if err := verify.WriteOutputs(o.Dir, res); err != nil {
+						return err
+					}
+				}
 			} else {
 				if cmd.Flags().Changed("faults") {
 					o.Faults = verify.ParseFaults(faults)
@@ -70,7 +80,7 @@ the checker find loss. --check re-checks a saved history.`,
 				}
 			}
 			verify.WriteSummary(out, res)
-			if check == "" {
+			if check == "" || o.Dir != "" {
 				fmt.Fprintf(out, "history, result and report in %s\n", dirOf(o))
 			}
 			switch {
@@ -100,7 +110,7 @@ the checker find loss. --check re-checks a saved history.`,
 	f.StringVar(&o.Dir, "out", "", "directory for the history and the report (default weir-verify-SEED)")
 	f.StringVar(&o.DataDir, "data-dir", "", "the nodes' data (default: a temp dir, removed after)")
 	f.StringVar(&o.Binary, "binary", "", "the weir binary to run as nodes (default: this one)")
-	f.StringVar(&check, "check", "", "re-check a saved history file instead of running")
+	f.StringVar(&check, "check", "", "re-check a saved history file instead of running (with --out: write its result and report there)")
 	return cmd
 }
 

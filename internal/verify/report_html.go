@@ -81,7 +81,7 @@ h2 { font-size: 17px; margin: 28px 0 8px; }
 .ok { background: #2a7d2a; } .bad { background: #b01c1c; }
 table { border-collapse: collapse; margin: 6px 0; font-size: 12px; }
 th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; }
-th { max-width: 84px; }
+th { font-weight: 600; }
 th { background: #f2f2f2; } td.l, th.l { text-align: left; }
 td.nz { background: #fbd5d5; font-weight: 600; }
 .plot { display: block; margin: 8px 0; background: #fff; border: 1px solid #ddd; }
@@ -105,10 +105,17 @@ td.nz { background: #fbd5d5; font-weight: 600; }
 {{range .Charts}}{{.}}{{end}}
 
 <h2>Topics</h2>
-<table><tr><th class="l">topic</th><th>acks</th><th>sent</th><th>acknowledged</th><th>failed</th><th>indeterminate</th><th>read</th><th>acknowledged and read</th>{{range .Kinds}}<th>{{.}}</th>{{end}}<th>unseen</th></tr>
-{{range $t := .R.Topics}}<tr><td class="l">{{$t.Name}}{{if not $t.Safety}} (not judged){{end}}</td><td>{{$t.Acks}}</td><td>{{$t.Invoked}}</td><td>{{$t.Acked}}</td><td>{{$t.Failed}}</td><td>{{$t.Indeterminate}}</td><td>{{$t.Read}}</td><td>{{$t.AckedRead}}</td>
-{{range $.Kinds}}{{$n := count $t .}}<td{{if $n}} class="nz"{{end}}>{{$n}}</td>{{end}}<td>{{count $t "unseen"}}</td></tr>
-{{end}}</table>
+<table><tr><th class="l"></th>{{range .R.Topics}}<th>{{.Name}}{{if not .Safety}}<br>(not judged){{end}}</th>{{end}}</tr>
+<tr><td class="l">acks</td>{{range .R.Topics}}<td>{{.Acks}}</td>{{end}}</tr>
+<tr><td class="l">sent</td>{{range .R.Topics}}<td>{{.Invoked}}</td>{{end}}</tr>
+<tr><td class="l">acknowledged</td>{{range .R.Topics}}<td>{{.Acked}}</td>{{end}}</tr>
+<tr><td class="l">failed</td>{{range .R.Topics}}<td>{{.Failed}}</td>{{end}}</tr>
+<tr><td class="l">outcome unknown</td>{{range .R.Topics}}<td>{{.Indeterminate}}</td>{{end}}</tr>
+<tr><td class="l">read</td>{{range .R.Topics}}<td>{{.Read}}</td>{{end}}</tr>
+<tr><td class="l">acknowledged and read</td>{{range .R.Topics}}<td>{{.AckedRead}}</td>{{end}}</tr>
+{{range $k := .Kinds}}<tr><td class="l">{{$k}}</td>{{range $.R.Topics}}{{$n := count . $k}}<td{{if $n}} class="nz"{{end}}>{{$n}}</td>{{end}}</tr>
+{{end}}<tr><td class="l">unseen (not a violation)</td>{{range .R.Topics}}<td>{{count . "unseen"}}</td>{{end}}</tr>
+</table>
 <p class="meta">{{.R.Polls}} polls, {{.R.Commits}} commits. Lost: acknowledged, never read, while later offsets of its partition were. Duplicate: one value at two offsets. Inconsistent offsets: one offset seen with two values. Unexpected: read, never sent. Unseen (not a violation): acknowledged, never read, nothing after it read.</p>
 
 {{range $t := .R.Topics}}{{$l := listed $t}}{{if $l}}

@@ -108,7 +108,7 @@ func niceCeil(v float64) float64 {
 func (p *plot) svg() template.HTML {
 	var b strings.Builder
 	lo, hi := p.yRange()
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="%d" height="%d" viewBox="0 0 %d %d">`, p.w, p.h, p.w, p.h)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="plot" viewBox="0 0 %d %d" style="width:100%%;max-width:%dpx;height:auto">`, p.w, p.h, p.w)
 	fmt.Fprintf(&b, `<text x="%d" y="18" class="title">%s</text>`, padL, esc(p.title))
 	// Fault windows.
 	for _, f := range p.res.Faults {
