@@ -164,7 +164,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := rec.Close(); err != nil {
 		return nil, err
 	}
-	logf("stopping the cluster")
+	if e.lc != nil {
+		logf("stopping the cluster")
+	}
 	stopEnv()
 
 	res, err := CheckFile(filepath.Join(o.Dir, HistoryFile))
