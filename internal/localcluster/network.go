@@ -44,7 +44,7 @@ type Network struct {
 
 	mu      sync.Mutex
 	cond    *sync.Cond // broadcast on every change of cuts or conns
-	cuts    map[[2]int32]CutMode
+	cuts    map[[2]int32]cut
 	conns   map[*pconn]struct{}
 	proxies []*proxy
 	closed  bool
@@ -72,8 +72,20 @@ func (p *proxy) target() (addr string, pid int, ok bool) {
 	return client, p.node.PID(), true
 }
 
+// cut is how one link is cut.
+type cut struct {
+	mode CutMode
+	// dataOnly spares the controller listeners: Raft and the
+	// controller's APIs (heartbeats) still pass, Kafka's data does not.
+	dataOnly bool
+}
+
+// applies reports whether the cut stops connection pc.
+func (c cut) applies(pc *pconn) bool { return c.mode != 0 && !(c.dataOnly && pc.ctrl) }
+
 // pconn is one proxied connection.
 type pconn struct {
+	ctrl           bool // through a controller listener's proxy
 	from, to       int32
 	client, server net.Conn // server is nil while parked
 	closed         bool
@@ -83,7 +95,7 @@ type pconn struct {
 // newNetwork binds the proxies and points the nodes' advertised client and
 // controller addresses at them.
 func newNetwork(c *Cluster, logger *slog.Logger) (*Network, error) {
-	nw := &Network{c: c, log: logger, cuts: map[[2]int32]CutMode{}, conns: map[*pconn]struct{}{},
+	nw := &Network{c: c, log: logger, cuts: map[[2]int32]cut{}, conns: map[*pconn]struct{}{},
 		direct: map[string]*proxy{}, owned: map[string]int{}}
 	nw.cond = sync.NewCond(&nw.mu)
 	for _, n := range c.Nodes {
@@ -131,16 +143,26 @@ func pair(a, b int32) [2]int32 {
 }
 
 // Cut cuts the link between parties a and b (node ids, or Clients).
-func (nw *Network) Cut(a, b int32, mode CutMode) {
+func (nw *Network) Cut(a, b int32, mode CutMode) { nw.cut(a, b, cut{mode: mode}) }
+
+// CutData cuts the link between two nodes on their client listeners
+// only: the followers' fetches and every Kafka request stop, while Raft
+// and the controller's APIs (registration, heartbeats) still pass, so
+// neither node is fenced for it.
+func (nw *Network) CutData(a, b int32, mode CutMode) {
+	nw.cut(a, b, cut{mode: mode, dataOnly: true})
+}
+
+func (nw *Network) cut(a, b int32, c cut) {
 	if a == b {
 		return
 	}
 	nw.mu.Lock()
-	nw.cuts[pair(a, b)] = mode
+	nw.cuts[pair(a, b)] = c
 	var reset []*pconn
-	if mode == Reset {
+	if c.mode == Reset {
 		for pc := range nw.conns {
-			if pair(pc.from, pc.to) == pair(a, b) {
+			if pair(pc.from, pc.to) == pair(a, b) && c.applies(pc) {
 				reset = append(reset, pc)
 			}
 		}
@@ -248,7 +270,7 @@ func (nw *Network) serve(p *proxy, c net.Conn) {
 		resetConn(c)
 		return
 	}
-	pc := &pconn{from: from, to: p.node.ID, client: c}
+	pc := &pconn{ctrl: p.ctrl, from: from, to: p.node.ID, client: c}
 	nw.mu.Lock()
 	if nw.closed {
 		nw.mu.Unlock()
@@ -317,13 +339,14 @@ func (nw *Network) waitPassLocked(pc *pconn) bool {
 		if pc.closed || nw.closed {
 			return false
 		}
-		switch nw.cuts[pair(pc.from, pc.to)] {
-		case Reset:
-			return false
-		case BlackHole:
-			nw.cond.Wait()
-		default:
+		c := nw.cuts[pair(pc.from, pc.to)]
+		switch {
+		case !c.applies(pc):
 			return true
+		case c.mode == Reset:
+			return false
+		default: // BlackHole
+			nw.cond.Wait()
 		}
 	}
 }

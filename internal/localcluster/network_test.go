@@ -16,15 +16,22 @@ import (
 // TestHelperEcho is not a test: run by echoNode as a child process, it
 // serves line echo on $WEIR_TEST_ECHO until killed.
 func TestHelperEcho(t *testing.T) {
-	addr := os.Getenv("WEIR_TEST_ECHO")
-	if addr == "" {
+	addrs := os.Getenv("WEIR_TEST_ECHO")
+	if addrs == "" {
 		t.Skip("helper process for TestNetworkCutsByOpener")
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
+	for _, addr := range strings.Split(addrs, ",") {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go serveEcho(ln)
 	}
 	fmt.Println("listening")
+	select {}
+}
+
+func serveEcho(ln net.Listener) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -37,13 +44,13 @@ func TestHelperEcho(t *testing.T) {
 	}
 }
 
-// echoNode makes n a running process that echoes on its client listener:
+// echoNode makes n a running process that echoes on both its listeners:
 // this test binary, re-run as TestHelperEcho.
 func echoNode(t *testing.T, n *Node) {
 	t.Helper()
-	addr, _ := n.Listeners()
+	addr, ctrl := n.Listeners()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperEcho$")
-	cmd.Env = append(os.Environ(), "WEIR_TEST_ECHO="+addr)
+	cmd.Env = append(os.Environ(), "WEIR_TEST_ECHO="+addr+","+ctrl)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -110,13 +117,19 @@ func (l *lineConn) roundTrip(s string, wait time.Duration) error {
 
 var errTimeout = errors.New("no echo in time")
 
-// otherProcess connects to addr from a child process (a shell), standing
-// in for another node, and relays lines to it through its stdin/stdout.
-func otherProcess(t *testing.T, addr string) (*exec.Cmd, *lineConn) {
+// otherProcess connects to a node's client and controller proxies from
+// a child process (a shell), standing in for another node: a line "c X"
+// goes over the first connection, "k X" over the second, and what comes
+// back is written out. A closed connection ends the shell.
+func otherProcess(t *testing.T, client, ctrl string) (*exec.Cmd, *lineConn) {
 	t.Helper()
-	host, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command("bash", "-c", fmt.Sprintf(
-		`exec 3<>/dev/tcp/%s/%s || exit 1; while read -r l; do echo "$l" >&3; read -r r <&3 || exit 1; echo "$r"; done`, host, port))
+	h1, p1, _ := net.SplitHostPort(client)
+	h2, p2, _ := net.SplitHostPort(ctrl)
+	cmd := exec.Command("bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/%s/%s || exit 1; exec 4<>/dev/tcp/%s/%s || exit 1
+while read -r ch l; do
+  if [ "$ch" = c ]; then echo "$l" >&3; read -r r <&3 || exit 1; else echo "$l" >&4; read -r r <&4 || exit 1; fi
+  echo "$r"
+done`, h1, p1, h2, p2))
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -136,11 +149,26 @@ func otherProcess(t *testing.T, addr string) (*exec.Cmd, *lineConn) {
 	return cmd, newLineConn(in, out)
 }
 
+// via sends s over the shell's client ("c") or controller ("k") link.
+func via(l *lineConn, link, s string, wait time.Duration) error {
+	if _, err := fmt.Fprintln(l.w, link, s); err != nil {
+		return err
+	}
+	got, err := readLine(l, wait)
+	if err == nil && got != s {
+		err = fmt.Errorf("echoed %q, want %q", got, s)
+	}
+	return err
+}
+
 // TestNetworkCutsByOpener: a proxy tells connections apart by the process
-// that opened them, and connects only to its own node's process. A black hole between node 2 and node 1 holds node
-// 2's bytes (delivered at the heal) while this process's clients go on;
-// a reset between the clients and node 1 closes their connection and
-// refuses new ones while node 2 goes on.
+// that opened them, and connects only to its own node's process. A black
+// hole between node 2 and node 1 holds node 2's bytes (delivered at the
+// heal) while this process's clients go on; a reset between the clients
+// and node 1 closes their connection and refuses new ones while node 2
+// goes on; a data-only cut spares the controller listener; a process of
+// no node is refused; a dead node's port taken by another process is not
+// connected to.
 func TestNetworkCutsByOpener(t *testing.T) {
 	c, err := New(Config{Nodes: 2, Dir: t.TempDir(), Binary: "/bin/true", Proxied: true})
 	if err != nil {
@@ -157,7 +185,7 @@ func TestNetworkCutsByOpener(t *testing.T) {
 	echoNode(t, n1)
 
 	// Node 2 is a shell connected to node 1's proxy.
-	cmd, peer := otherProcess(t, n1.ClientAddr)
+	cmd, peer := otherProcess(t, n1.ClientAddr, n1.CtrlAddr)
 	c.Node(2).mu.Lock()
 	c.Node(2).cmd = cmd
 	c.Node(2).mu.Unlock()
@@ -173,9 +201,12 @@ func TestNetworkCutsByOpener(t *testing.T) {
 	}
 	client := dial()
 	const wait = 30 * time.Second
-	for _, lc := range []*lineConn{client, peer} {
-		if err := lc.roundTrip("hello", wait); err != nil {
-			t.Fatalf("before any cut: %v", err)
+	if err := client.roundTrip("hello", wait); err != nil {
+		t.Fatalf("before any cut: %v", err)
+	}
+	for _, link := range []string{"c", "k"} {
+		if err := via(peer, link, "hello", wait); err != nil {
+			t.Fatalf("before any cut, node 2 over %s: %v", link, err)
 		}
 	}
 
@@ -189,7 +220,7 @@ func TestNetworkCutsByOpener(t *testing.T) {
 	}
 	// The cut holds node 2's bytes: no echo may come while it lasts. A
 	// short wait shows it (the bytes cannot pass, however long one waits).
-	if err := peer.roundTrip("held", 300*time.Millisecond); !errors.Is(err, errTimeout) {
+	if err := via(peer, "c", "held", 300*time.Millisecond); !errors.Is(err, errTimeout) {
 		t.Fatalf("node 2 through a black hole: %v, want no answer", err)
 	}
 	nw.Heal()
@@ -204,7 +235,7 @@ func TestNetworkCutsByOpener(t *testing.T) {
 	if err := dial().roundTrip("refused", wait); err == nil || errors.Is(err, errTimeout) {
 		t.Fatalf("a new client of a reset link: %v, want it refused", err)
 	}
-	if err := peer.roundTrip("node 2 passes", wait); err != nil {
+	if err := via(peer, "c", "node 2 passes", wait); err != nil {
 		t.Fatalf("node 2 with the clients cut: %v", err)
 	}
 	nw.Heal()
@@ -212,27 +243,34 @@ func TestNetworkCutsByOpener(t *testing.T) {
 		t.Fatalf("a new client after the heal: %v", err)
 	}
 
+	// A data-only cut between nodes 2 and 1 spares node 2's connection to
+	// node 1's controller listener and resets the one to its client
+	// listener (which ends the shell).
+	nw.CutData(2, 1, Reset)
+	if err := via(peer, "k", "heartbeat passes", wait); err != nil {
+		t.Fatalf("the controller link with the data cut: %v", err)
+	}
+	if err := via(peer, "c", "fetch", wait); err == nil || errors.Is(err, errTimeout) {
+		t.Fatalf("the client link with the data cut: %v, want it reset", err)
+	}
+	nw.Heal()
+
+	// A process of no node of the cluster is refused.
+	_, stranger := otherProcess(t, n1.ClientAddr, n1.CtrlAddr)
+	if err := via(stranger, "c", "who", wait); err == nil || errors.Is(err, errTimeout) {
+		t.Fatalf("a connection from outside the cluster: %v, want it refused", err)
+	}
+
 	// Node 1 dies and a stranger takes its port: the proxy must refuse
 	// rather than connect clients to the stranger.
 	n1.Kill()
 	addr, _ := n1.Listeners()
-	stranger, err := net.Listen("tcp", addr)
+	squatter, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatalf("take node 1's port: %v", err)
 	}
-	defer stranger.Close()
-	go func() {
-		for {
-			c, err := stranger.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				io.Copy(c, c)
-			}()
-		}
-	}()
+	defer squatter.Close()
+	go serveEcho(squatter)
 	if err := dial().roundTrip("stranger", wait); err == nil || errors.Is(err, errTimeout) {
 		t.Fatalf("a client of a dead node whose port another process holds: %v, want refused", err)
 	}
