@@ -138,13 +138,16 @@ func (f *diskFault) heal(context.Context) (string, error) {
 }
 
 // loseFault is --unsafe's demonstration, built so that loss is certain,
-// not likely: the drawn partition's followers are cut from its leader
-// (connections reset, so nothing in flight reaches them); the leader
-// acknowledges acks=1 sends that only it has; it is killed; the
-// followers, reconnected, elect one of themselves (cleanly, or uncleanly
-// once they left the ISR); new sends land past every offset acknowledged
-// before; then the old leader restarts and truncates to the new leader's
-// log. Its acknowledged tail is gone, and later offsets are read.
+// not likely. The drawn partition's leader is cut from its followers on
+// the data path (connections reset: nothing in flight reaches them; Raft
+// and heartbeats still pass, so nobody is fenced and the ISR stays whole
+// in every view, replica.lag.time.max.ms being long in --unsafe). The
+// leader acknowledges acks=1 sends that only it has, and that no consumer
+// can read: its high watermark cannot pass what its followers lack. It is
+// killed; the followers, reconnected, elect one of themselves; new sends
+// land past every offset acknowledged before; the old leader restarts
+// and truncates to the new leader's log. Its acknowledged tail is gone,
+// and later offsets are read.
 type loseFault struct {
 	n      *nemesis
 	d      draws
@@ -158,37 +161,23 @@ type loseFault struct {
 const loseAcks = 20
 
 func (f *loseFault) start(ctx context.Context) (int32, string, error) {
-	// A partition whose leader is not the active controller: cut from
-	// its followers, a controller would fence them and shrink the ISR to
-	// itself, letting the high watermark (and consumers) past the
-	// records about to be lost. A leader that is not the controller only
-	// loses its own session: its view of the ISR stays whole, so its high
-	// watermark cannot move (replica.lag.time.max.ms is long in --unsafe).
+	f.part = f.d.part
 	vs := f.n.e.obs.views(ctx, f.n.e.ids, []string{f.n.main.Name})
-	ctrl := controller(vs)
-	var st partState
-	p := int32(-1)
-	for i := range f.n.main.Partitions {
-		cand := (f.d.part + i) % f.n.main.Partitions
-		if s, ok := partition(vs, tp{f.n.main.Name, cand}); ok && s.Leader >= 0 && s.Leader != ctrl && len(s.Replicas) > 1 {
-			st, p = s, cand
-			break
-		}
+	st, ok := partition(vs, tp{f.n.main.Name, f.part})
+	if !ok || st.Leader < 0 || len(st.Replicas) < 2 {
+		return 0, "", fmt.Errorf("%s-%d has no leader with followers", f.n.main.Name, f.part)
 	}
-	if p < 0 || ctrl < 0 {
-		return 0, "", fmt.Errorf("no partition of %s led by a node other than the controller (%d)", f.n.main.Name, ctrl)
-	}
-	f.part = p
+	p := f.part
 	f.leader = f.n.e.node(st.Leader)
 	var cut []int32
 	for _, r := range st.Replicas {
 		if r != st.Leader {
-			f.n.e.nw.Cut(st.Leader, r, localcluster.Reset)
+			f.n.e.nw.CutData(st.Leader, r, localcluster.Reset)
 			cut = append(cut, r)
 		}
 	}
 	since := f.n.rec.Now()
-	if err := waitFor(ctx, 30*time.Second, func() bool {
+	if err := waitFor(ctx, time.Minute, func() bool {
 		n, _ := f.n.st.acksSince(p, since)
 		return n >= loseAcks
 	}); err != nil {
