@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -74,6 +76,9 @@ the checker find loss. --check re-checks a saved history.`,
 					o.Brokers = strings.Split(brokers, ",")
 				}
 				o.Progress = cmd.ErrOrStderr()
+				// Output that nobody reads any more (a closed pipe) must
+				// not kill verify before it stops its cluster.
+				signal.Ignore(syscall.SIGPIPE)
 				res, runErr = verify.Run(cmd.Context(), o)
 				if res == nil {
 					return runErr

@@ -60,10 +60,17 @@ func clusterOverrides(unsafe bool) []string {
 func startLocal(ctx context.Context, o Options, logf func(string, ...any)) (_ *env, skipped []string, err error) {
 	e := &env{dataDir: o.DataDir}
 	if e.dataDir == "" {
+		for _, d := range cleanStale() {
+			logf("removed %s, left by a run that died", d)
+		}
 		if e.dataDir, err = os.MkdirTemp("", "weir-verify-data"); err != nil {
 			return nil, nil, fmt.Errorf("data dir: %w", err)
 		}
 		e.tempData = true
+		if err := claim(e.dataDir); err != nil {
+			os.RemoveAll(e.dataDir)
+			return nil, nil, fmt.Errorf("data dir: %w", err)
+		}
 	}
 	defer func() {
 		if err != nil {

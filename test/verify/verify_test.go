@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +23,9 @@ func runVerify(t *testing.T, timeout time.Duration, args ...string) (*verify.Res
 	out := t.TempDir()
 	args = append([]string{"verify", "--out", out, "--binary", harness.Bin()}, args...)
 	cmd := exec.Command(harness.Bin(), args...)
+	// Should this test process die (go test's timeout), verify is told
+	// to stop, and stops its cluster.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	start := time.Now()
