@@ -96,8 +96,10 @@ func (f *pauseFault) heal(context.Context) (string, error) {
 	return "SIGCONT", f.node.Resume()
 }
 
-// partitionFault cuts the network (black hole): the drawn node from every
-// other node and from the clients, or only the clients from a leader.
+// partitionFault cuts the network (black hole) around the drawn node:
+// from every other node and from the clients; or only the clients from
+// it; or only one other node from it (a partial partition: each of the
+// two still reaches the third, and the controller may be either side).
 type partitionFault struct {
 	n *nemesis
 	d draws
@@ -109,9 +111,20 @@ func (f *partitionFault) start(ctx context.Context) (int32, string, error) {
 		return 0, "", err
 	}
 	nw := f.n.e.nw
-	if f.d.pick%3 == 2 {
+	switch f.d.pick % 3 {
+	case 1:
 		nw.Cut(localcluster.Clients, id, localcluster.BlackHole)
 		return id, "clients cut from the " + what, nil
+	case 2:
+		var others []int32
+		for _, o := range f.n.e.ids {
+			if o != id {
+				others = append(others, o)
+			}
+		}
+		other := others[(f.d.pick/3)%len(others)]
+		nw.Cut(id, other, localcluster.BlackHole)
+		return id, fmt.Sprintf("the %s cut from node %d only", what, other), nil
 	}
 	nw.Isolate(id, localcluster.BlackHole)
 	return id, "isolated the " + what + " from every node and the clients", nil
