@@ -120,7 +120,10 @@ func newNetwork(c *Cluster, logger *slog.Logger) (*Network, error) {
 
 // Direct maps a node's advertised (proxy) address to the listener behind
 // it, for a client that must never be cut (one watching the cluster
-// while it is partitioned); other addresses are returned unchanged.
+// while it is partitioned). While the node is down or not listening yet
+// the proxy's own address is returned, which refuses: whatever else may
+// hold the node's port then is never reached. Other addresses are
+// returned unchanged.
 func (nw *Network) Direct(addr string) string {
 	nw.mu.Lock()
 	p, ok := nw.direct[addr]
@@ -128,11 +131,11 @@ func (nw *Network) Direct(addr string) string {
 	if !ok {
 		return addr
 	}
-	client, ctrl := p.node.Listeners()
-	if p.ctrl {
-		return ctrl
+	target, pid, up := p.target()
+	if !up || !nw.listening(pid, target) {
+		return addr
 	}
-	return client
+	return target
 }
 
 func pair(a, b int32) [2]int32 {

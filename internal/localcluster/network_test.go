@@ -118,14 +118,16 @@ func (l *lineConn) roundTrip(s string, wait time.Duration) error {
 var errTimeout = errors.New("no echo in time")
 
 // otherProcess connects to a node's client and controller proxies from
-// a child process (a shell), standing in for another node: a line "c X"
-// goes over the first connection, "k X" over the second, and what comes
-// back is written out. A closed connection ends the shell.
+// a child process (a shell), standing in for another node. It connects
+// once told to (a first line "go": the test must first register it as
+// the node, or the proxies refuse it); then a line "c X" goes over the
+// first connection, "k X" over the second, and what comes back is
+// written out. A closed connection ends the shell.
 func otherProcess(t *testing.T, client, ctrl string) (*exec.Cmd, *lineConn) {
 	t.Helper()
 	h1, p1, _ := net.SplitHostPort(client)
 	h2, p2, _ := net.SplitHostPort(ctrl)
-	cmd := exec.Command("bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/%s/%s || exit 1; exec 4<>/dev/tcp/%s/%s || exit 1
+	cmd := exec.Command("bash", "-c", fmt.Sprintf(`read -r _ || exit 1; exec 3<>/dev/tcp/%s/%s || exit 1; exec 4<>/dev/tcp/%s/%s || exit 1
 while read -r ch l; do
   if [ "$ch" = c ]; then echo "$l" >&3; read -r r <&3 || exit 1; else echo "$l" >&4; read -r r <&4 || exit 1; fi
   echo "$r"
@@ -179,16 +181,20 @@ func TestNetworkCutsByOpener(t *testing.T) {
 	if n1.ClientAddr == n1.ListenAddr || n1.CtrlAddr == n1.ListenCtrlAddr {
 		t.Fatal("a proxied node is reached at its own listeners")
 	}
+	if got := c.Network().Direct(n1.ClientAddr); got != n1.ClientAddr {
+		t.Fatalf("Direct(%s) = %s for a node not running, want the proxy", n1.ClientAddr, got)
+	}
+	echoNode(t, n1)
 	if got := c.Network().Direct(n1.ClientAddr); got != n1.ListenAddr {
 		t.Fatalf("Direct(%s) = %s, want %s", n1.ClientAddr, got, n1.ListenAddr)
 	}
-	echoNode(t, n1)
 
 	// Node 2 is a shell connected to node 1's proxy.
 	cmd, peer := otherProcess(t, n1.ClientAddr, n1.CtrlAddr)
 	c.Node(2).mu.Lock()
 	c.Node(2).cmd = cmd
 	c.Node(2).mu.Unlock()
+	fmt.Fprintln(peer.w, "go")
 
 	dial := func() *lineConn {
 		t.Helper()
@@ -257,6 +263,7 @@ func TestNetworkCutsByOpener(t *testing.T) {
 
 	// A process of no node of the cluster is refused.
 	_, stranger := otherProcess(t, n1.ClientAddr, n1.CtrlAddr)
+	fmt.Fprintln(stranger.w, "go")
 	if err := via(stranger, "c", "who", wait); err == nil || errors.Is(err, errTimeout) {
 		t.Fatalf("a connection from outside the cluster: %v, want it refused", err)
 	}
