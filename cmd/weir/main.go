@@ -24,6 +24,7 @@ func main() {
 	}
 	root.AddCommand(serveCommand())
 	root.AddCommand(clusterCommand())
+	root.AddCommand(verifyCommand())
 	root.AddCommand(cli.Commands()...)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +40,12 @@ type Config struct {
 	Binary string
 	// Overrides are passed to every node (key=value).
 	Overrides []string
+	// Proxied puts a fault-injecting TCP proxy of this process in front of
+	// each node's client and controller listeners, advertised in their
+	// place, so that every connection to a node (from clients, other
+	// brokers and controllers) crosses it; Cluster.Network cuts and heals
+	// links between nodes, and between this process's clients and a node.
+	Proxied bool
 	// Output receives every node's log lines, prefixed "[node N] ";
 	// nil discards them.
 	Output io.Writer
@@ -46,10 +54,21 @@ type Config struct {
 
 // Node is one weir process of the cluster.
 type Node struct {
-	ID         int32
-	Dir        string
+	ID  int32
+	Dir string
+	// ClientAddr and CtrlAddr are where clients and peers reach the node:
+	// its proxies when the cluster is proxied, else its listeners.
 	ClientAddr string
 	CtrlAddr   string
+	// ListenAddr and ListenCtrlAddr are the addresses the node binds. In
+	// a proxied cluster they change at every restart (nothing but the
+	// proxies knows them), so that a port taken by another process while
+	// the node was down cannot keep it down; read them with Listeners.
+	ListenAddr     string
+	ListenCtrlAddr string
+	// Overrides apply to this node only, after Config.Overrides (set them
+	// before Start or Restart).
+	Overrides []string
 
 	c       *Cluster
 	mu      sync.Mutex
@@ -64,6 +83,7 @@ type Cluster struct {
 	cfg   Config
 	Nodes []*Node
 	outMu sync.Mutex
+	net   *Network // nil unless cfg.Proxied
 }
 
 // New lays out the cluster (dirs and ports) without starting anything.
@@ -95,15 +115,34 @@ func New(cfg Config) (*Cluster, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("local cluster: %w", err)
 		}
+		client := net.JoinHostPort(cfg.Host, strconv.Itoa(ports[2*i]))
+		ctrl := net.JoinHostPort(cfg.Host, strconv.Itoa(ports[2*i+1]))
 		c.Nodes = append(c.Nodes, &Node{
-			ID:         id,
-			Dir:        dir,
-			ClientAddr: net.JoinHostPort(cfg.Host, strconv.Itoa(ports[2*i])),
-			CtrlAddr:   net.JoinHostPort(cfg.Host, strconv.Itoa(ports[2*i+1])),
-			c:          c,
+			ID: id, Dir: dir,
+			ClientAddr: client, CtrlAddr: ctrl,
+			ListenAddr: client, ListenCtrlAddr: ctrl,
+			c: c,
 		})
 	}
+	if cfg.Proxied {
+		nw, err := newNetwork(c, cfg.Logger)
+		if err != nil {
+			return nil, err
+		}
+		c.net = nw
+	}
 	return c, nil
+}
+
+// Network is the proxies of a proxied cluster (nil otherwise).
+func (c *Cluster) Network() *Network { return c.net }
+
+// Close stops the proxies of a proxied cluster; call it once every node
+// has stopped.
+func (c *Cluster) Close() {
+	if c.net != nil {
+		c.net.Close()
+	}
 }
 
 // choosePorts returns client and controller ports, node by node.
@@ -115,23 +154,48 @@ func choosePorts(cfg Config) ([]int, error) {
 		}
 		return out, nil
 	}
-	// Free ports from the kernel, held until all are chosen so none is
-	// handed out twice.
+	// Free ports below the kernel's ephemeral range: a node's port is
+	// free while the node is down (killed, restarting), and an outgoing
+	// connection given that port by the kernel meanwhile would keep the
+	// node from binding it again. Each is held until all are chosen, so
+	// none is handed out twice.
+	lo, hi := 10000, ephemeralLow()
 	var lns []net.Listener
 	defer func() {
 		for _, ln := range lns {
 			ln.Close()
 		}
 	}()
-	for range 2 * cfg.Nodes {
-		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, "0"))
+	for tries := 0; len(out) < 2*cfg.Nodes; tries++ {
+		if tries > 10000 {
+			return nil, fmt.Errorf("local cluster: no %d free ports in %d-%d", 2*cfg.Nodes, lo, hi)
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(lo+rand.IntN(hi-lo))))
 		if err != nil {
-			return nil, fmt.Errorf("local cluster: pick a port: %w", err)
+			continue
 		}
 		lns = append(lns, ln)
 		out = append(out, ln.Addr().(*net.TCPAddr).Port)
 	}
 	return out, nil
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range.
+func ephemeralLow() int {
+	const fallback = 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return fallback
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return fallback
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil || n <= 11000 {
+		return fallback
+	}
+	return n
 }
 
 // Bootstrap is every node's client address, comma-separated.
@@ -161,7 +225,13 @@ func (c *Cluster) Start(ctx context.Context) error {
 		}
 	}
 	for _, n := range c.Nodes {
-		if err := n.WaitStarted(ctx); err != nil {
+		err := n.WaitStarted(ctx)
+		if err != nil && c.net != nil && ctx.Err() == nil {
+			// Exited early: most likely a port taken between its pick
+			// and the bind. A proxied node can take other ports.
+			err = n.Restart(ctx)
+		}
+		if err != nil {
 			c.Kill()
 			return err
 		}
@@ -193,16 +263,40 @@ func (c *Cluster) Kill() {
 // Node returns node id.
 func (c *Cluster) Node(id int32) *Node { return c.Nodes[id-1] }
 
+// Listeners are the addresses the node binds now (client, controller).
+func (n *Node) Listeners() (client, ctrl string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ListenAddr, n.ListenCtrlAddr
+}
+
+// freshPorts gives a proxied node new listener ports before a launch.
+func (n *Node) freshPorts() error {
+	ports, err := choosePorts(Config{Nodes: 1, Host: n.c.cfg.Host})
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.ListenAddr = net.JoinHostPort(n.c.cfg.Host, strconv.Itoa(ports[0]))
+	n.ListenCtrlAddr = net.JoinHostPort(n.c.cfg.Host, strconv.Itoa(ports[1]))
+	return nil
+}
+
 // args is the serve command line of a node.
 func (n *Node) args() []string {
+	listen, listenCtrl := n.Listeners()
 	args := []string{"serve",
 		"--override", "node.id=" + strconv.Itoa(int(n.ID)),
 		"--override", "process.roles=broker,controller",
 		"--override", "log.dirs=" + n.Dir,
-		"--override", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.ClientAddr, n.CtrlAddr),
+		"--override", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", listen, listenCtrl),
 		"--override", "controller.quorum.voters=" + n.c.voters(),
 	}
-	for _, o := range n.c.cfg.Overrides {
+	if n.ClientAddr != listen {
+		args = append(args, "--override", "advertised.listeners=PLAINTEXT://"+n.ClientAddr)
+	}
+	for _, o := range append(slices.Clip(n.c.cfg.Overrides), n.Overrides...) {
 		args = append(args, "--override", o)
 	}
 	return args
@@ -347,14 +441,32 @@ func (n *Node) Resume() error {
 	return n.cmd.Process.Signal(syscall.SIGCONT)
 }
 
-// Restart starts a stopped node again on the same ports and data dir and
-// waits until it serves.
+// Restart starts a stopped node again on the same data dir and waits
+// until it serves. An unproxied node binds the same ports; a proxied one
+// binds fresh ones behind its unchanged proxies, and is tried up to three
+// times (a port can still be taken between its pick and the bind).
 func (n *Node) Restart(ctx context.Context) error {
 	if n.Running() {
 		return fmt.Errorf("node %d is still running", n.ID)
 	}
-	if err := n.launch(); err != nil {
-		return err
+	tries := 1
+	if n.c.net != nil {
+		tries = 3
 	}
-	return n.WaitStarted(ctx)
+	var err error
+	for range tries {
+		if n.c.net != nil {
+			if err = n.freshPorts(); err != nil {
+				return err
+			}
+		}
+		if err = n.launch(); err != nil {
+			return err
+		}
+		if err = n.WaitStarted(ctx); err == nil || ctx.Err() != nil {
+			return err
+		}
+		n.Kill()
+	}
+	return err
 }

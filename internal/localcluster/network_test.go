@@ -1,0 +1,293 @@
+package localcluster
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHelperEcho is not a test: run by echoNode as a child process, it
+// serves line echo on $WEIR_TEST_ECHO until killed.
+func TestHelperEcho(t *testing.T) {
+	addrs := os.Getenv("WEIR_TEST_ECHO")
+	if addrs == "" {
+		t.Skip("helper process for TestNetworkCutsByOpener")
+	}
+	for _, addr := range strings.Split(addrs, ",") {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go serveEcho(ln)
+	}
+	fmt.Println("listening")
+	select {}
+}
+
+func serveEcho(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			io.Copy(c, c)
+		}()
+	}
+}
+
+// echoNode makes n a running process that echoes on both its listeners:
+// this test binary, re-run as TestHelperEcho.
+func echoNode(t *testing.T, n *Node) {
+	t.Helper()
+	addr, ctrl := n.Listeners()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperEcho$")
+	cmd.Env = append(os.Environ(), "WEIR_TEST_ECHO="+addr+","+ctrl)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-done
+	})
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || strings.TrimSpace(line) != "listening" {
+		t.Fatalf("echo helper: %q %v", line, err)
+	}
+	n.mu.Lock()
+	n.cmd, n.done = cmd, done
+	n.mu.Unlock()
+}
+
+// lineConn is one end of an echo connection: send a line, read it back.
+// One goroutine reads lines into a channel, so a read that timed out
+// leaves its line to the next one.
+type lineConn struct {
+	w     io.Writer
+	lines chan lineOrErr
+}
+
+type lineOrErr struct {
+	s   string
+	err error
+}
+
+func newLineConn(w io.Writer, r io.Reader) *lineConn {
+	l := &lineConn{w: w, lines: make(chan lineOrErr, 16)}
+	go func() {
+		br := bufio.NewReader(r)
+		for {
+			s, err := br.ReadString('\n')
+			l.lines <- lineOrErr{strings.TrimSpace(s), err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return l
+}
+
+// roundTrip sends s and waits up to wait for it to come back.
+func (l *lineConn) roundTrip(s string, wait time.Duration) error {
+	if _, err := fmt.Fprintln(l.w, s); err != nil {
+		return err
+	}
+	got, err := readLine(l, wait)
+	if err == nil && got != s {
+		err = fmt.Errorf("echoed %q, want %q", got, s)
+	}
+	return err
+}
+
+var errTimeout = errors.New("no echo in time")
+
+// otherProcess connects to a node's client and controller proxies from
+// a child process (a shell), standing in for another node. It connects
+// once told to (a first line "go": the test must first register it as
+// the node, or the proxies refuse it); then a line "c X" goes over the
+// first connection, "k X" over the second, and what comes back is
+// written out. A closed connection ends the shell.
+func otherProcess(t *testing.T, client, ctrl string) (*exec.Cmd, *lineConn) {
+	t.Helper()
+	h1, p1, _ := net.SplitHostPort(client)
+	h2, p2, _ := net.SplitHostPort(ctrl)
+	cmd := exec.Command("bash", "-c", fmt.Sprintf(`read -r _ || exit 1; exec 3<>/dev/tcp/%s/%s || exit 1; exec 4<>/dev/tcp/%s/%s || exit 1
+while read -r ch l; do
+  if [ "$ch" = c ]; then echo "$l" >&3; read -r r <&3 || exit 1; else echo "$l" >&4; read -r r <&4 || exit 1; fi
+  echo "$r"
+done`, h1, p1, h2, p2))
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no bash to stand in for a node: %v", err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd, newLineConn(in, out)
+}
+
+// via sends s over the shell's client ("c") or controller ("k") link.
+func via(l *lineConn, link, s string, wait time.Duration) error {
+	if _, err := fmt.Fprintln(l.w, link, s); err != nil {
+		return err
+	}
+	got, err := readLine(l, wait)
+	if err == nil && got != s {
+		err = fmt.Errorf("echoed %q, want %q", got, s)
+	}
+	return err
+}
+
+// TestNetworkCutsByOpener: a proxy tells connections apart by the process
+// that opened them, and connects only to its own node's process. A black
+// hole between node 2 and node 1 holds node 2's bytes (delivered at the
+// heal) while this process's clients go on; a reset between the clients
+// and node 1 closes their connection and refuses new ones while node 2
+// goes on; a data-only cut spares the controller listener; a process of
+// no node is refused; a dead node's port taken by another process is not
+// connected to.
+func TestNetworkCutsByOpener(t *testing.T) {
+	c, err := New(Config{Nodes: 2, Dir: t.TempDir(), Binary: "/bin/true", Proxied: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	n1 := c.Node(1)
+	if n1.ClientAddr == n1.ListenAddr || n1.CtrlAddr == n1.ListenCtrlAddr {
+		t.Fatal("a proxied node is reached at its own listeners")
+	}
+	if got := c.Network().Direct(n1.ClientAddr); got != n1.ClientAddr {
+		t.Fatalf("Direct(%s) = %s for a node not running, want the proxy", n1.ClientAddr, got)
+	}
+	echoNode(t, n1)
+	if got := c.Network().Direct(n1.ClientAddr); got != n1.ListenAddr {
+		t.Fatalf("Direct(%s) = %s, want %s", n1.ClientAddr, got, n1.ListenAddr)
+	}
+
+	// Node 2 is a shell connected to node 1's proxy.
+	cmd, peer := otherProcess(t, n1.ClientAddr, n1.CtrlAddr)
+	c.Node(2).mu.Lock()
+	c.Node(2).cmd = cmd
+	c.Node(2).mu.Unlock()
+	fmt.Fprintln(peer.w, "go")
+
+	dial := func() *lineConn {
+		t.Helper()
+		conn, err := net.Dial("tcp", n1.ClientAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return newLineConn(conn, conn)
+	}
+	client := dial()
+	const wait = 30 * time.Second
+	if err := client.roundTrip("hello", wait); err != nil {
+		t.Fatalf("before any cut: %v", err)
+	}
+	for _, link := range []string{"c", "k"} {
+		if err := via(peer, link, "hello", wait); err != nil {
+			t.Fatalf("before any cut, node 2 over %s: %v", link, err)
+		}
+	}
+
+	nw := c.Network()
+	nw.Cut(2, 1, BlackHole)
+	if got := nw.Cuts(); len(got) != 1 || got[0] != [2]int32{1, 2} {
+		t.Fatalf("cuts %v", got)
+	}
+	if err := client.roundTrip("clients pass", wait); err != nil {
+		t.Fatalf("clients with node 2 cut from node 1: %v", err)
+	}
+	// The cut holds node 2's bytes: no echo may come while it lasts. A
+	// short wait shows it (the bytes cannot pass, however long one waits).
+	if err := via(peer, "c", "held", 300*time.Millisecond); !errors.Is(err, errTimeout) {
+		t.Fatalf("node 2 through a black hole: %v, want no answer", err)
+	}
+	nw.Heal()
+	if line, err := readLine(peer, wait); err != nil || line != "held" {
+		t.Fatalf("after the heal, the held line: %q %v", line, err)
+	}
+
+	nw.Cut(Clients, 1, Reset)
+	if err := client.roundTrip("reset", wait); err == nil || errors.Is(err, errTimeout) {
+		t.Fatalf("a client of a reset link: %v, want the connection closed", err)
+	}
+	if err := dial().roundTrip("refused", wait); err == nil || errors.Is(err, errTimeout) {
+		t.Fatalf("a new client of a reset link: %v, want it refused", err)
+	}
+	if err := via(peer, "c", "node 2 passes", wait); err != nil {
+		t.Fatalf("node 2 with the clients cut: %v", err)
+	}
+	nw.Heal()
+	if err := dial().roundTrip("healed", wait); err != nil {
+		t.Fatalf("a new client after the heal: %v", err)
+	}
+
+	// A data-only cut between nodes 2 and 1 spares node 2's connection to
+	// node 1's controller listener and resets the one to its client
+	// listener (which ends the shell).
+	nw.CutData(2, 1, Reset)
+	if err := via(peer, "k", "heartbeat passes", wait); err != nil {
+		t.Fatalf("the controller link with the data cut: %v", err)
+	}
+	if err := via(peer, "c", "fetch", wait); err == nil || errors.Is(err, errTimeout) {
+		t.Fatalf("the client link with the data cut: %v, want it reset", err)
+	}
+	nw.Heal()
+
+	// A process of no node of the cluster is refused.
+	_, stranger := otherProcess(t, n1.ClientAddr, n1.CtrlAddr)
+	fmt.Fprintln(stranger.w, "go")
+	if err := via(stranger, "c", "who", wait); err == nil || errors.Is(err, errTimeout) {
+		t.Fatalf("a connection from outside the cluster: %v, want it refused", err)
+	}
+
+	// Node 1 dies and a stranger takes its port: the proxy must refuse
+	// rather than connect clients to the stranger.
+	n1.Kill()
+	addr, _ := n1.Listeners()
+	squatter, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("take node 1's port: %v", err)
+	}
+	defer squatter.Close()
+	go serveEcho(squatter)
+	if err := dial().roundTrip("stranger", wait); err == nil || errors.Is(err, errTimeout) {
+		t.Fatalf("a client of a dead node whose port another process holds: %v, want refused", err)
+	}
+}
+
+func readLine(l *lineConn, wait time.Duration) (string, error) {
+	select {
+	case r := <-l.lines:
+		return r.s, r.err
+	case <-time.After(wait):
+		return "", errTimeout
+	}
+}

@@ -1,0 +1,136 @@
+package verify
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Fault kinds (--faults).
+const (
+	FaultKill       = "kill"       // kill -9 of a leader or a follower, then a restart
+	FaultPause      = "pause"      // SIGSTOP of a leader or a follower, then SIGCONT
+	FaultPartition  = "partition"  // a node cut from the others and the clients, or clients from a leader
+	FaultTorn       = "torn"       // garbage appended to a stopped node's active segments before its restart
+	FaultDiskFull   = "disk-full"  // one node's log dir (a small tmpfs) filled up, then freed
+	FaultController = "controller" // kill -9 of the active controller, then a restart
+	// FaultLose is --unsafe's own: acks=1 writes to a leader cut off from
+	// its followers, which is then killed. Loss is certain.
+	FaultLose = "lose"
+)
+
+// AllFaults are the kinds a safe run injects by default.
+var AllFaults = []string{FaultKill, FaultPause, FaultPartition, FaultTorn, FaultDiskFull, FaultController}
+
+// Options configure a run.
+type Options struct {
+	Nodes int
+	// Duration is how long the workload runs: at least, for every kind
+	// of fault asked for strikes once whatever the cluster's pace.
+	Duration time.Duration
+	Seed     int64
+	Faults   []string
+	// Brokers attaches to a running cluster instead of starting one; only
+	// faults that need no process of ours apply then (none yet).
+	Brokers []string
+	// Unsafe: acks=1, unclean.leader.election.enable=true,
+	// min.insync.replicas=1. The checker must find loss.
+	Unsafe bool
+	// Acks1 also sends to a second topic with acks=1 (not idempotent);
+	// its anomalies are reported, not held against the run.
+	Acks1 bool
+
+	Partitions    int32
+	Producers     int
+	Rate          int // sends per second, all producers together
+	Assigned      int // consumers of assigned partitions
+	GroupMembers  int
+	Interval      time.Duration // from one fault's start to the next
+	FaultDuration time.Duration // how long each fault lasts before its heal
+
+	Dir     string // where history.jsonl, result.json, report.html and nodes.log go
+	DataDir string // the nodes' data (default: a temp dir, removed after)
+	Keep    bool   // keep DataDir
+	Binary  string // the weir executable (default: this process's own)
+
+	Progress io.Writer // live progress lines (nil: none)
+	Logger   *slog.Logger
+}
+
+// withDefaults fills what was left zero.
+func (o Options) withDefaults() Options {
+	setInt := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	setInt(&o.Nodes, 3)
+	setInt(&o.Producers, 4)
+	setInt(&o.Rate, 200)
+	setInt(&o.Assigned, 2)
+	setInt(&o.GroupMembers, 2)
+	if o.Partitions <= 0 {
+		o.Partitions = 6
+	}
+	if o.Duration <= 0 {
+		o.Duration = 5 * time.Minute
+	}
+	if o.Interval <= 0 {
+		o.Interval = 10 * time.Second
+	}
+	if o.FaultDuration <= 0 {
+		o.FaultDuration = o.Interval / 2
+	}
+	if o.Faults == nil {
+		o.Faults = slices.Clone(AllFaults)
+		if o.Unsafe {
+			o.Faults = []string{FaultLose}
+		}
+	}
+	if o.Dir == "" {
+		o.Dir = fmt.Sprintf("weir-verify-%d", o.Seed)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	if o.Nodes < 3 && len(o.Brokers) == 0 {
+		return fmt.Errorf("--nodes: at least 3 (replication factor 3), not %d", o.Nodes)
+	}
+	for _, f := range o.Faults {
+		if !slices.Contains(AllFaults, f) && f != FaultLose {
+			return fmt.Errorf("--faults: unknown fault %q (known: %s, %s)", f, strings.Join(AllFaults, ","), FaultLose)
+		}
+		if f == FaultLose && !o.Unsafe {
+			return fmt.Errorf("--faults: %s needs --unsafe (it loses acknowledged acks=1 writes on purpose)", FaultLose)
+		}
+	}
+	if o.FaultDuration >= o.Interval {
+		return fmt.Errorf("a fault (%v) must be shorter than the interval between faults (%v)", o.FaultDuration, o.Interval)
+	}
+	if o.Rate < o.Producers {
+		return fmt.Errorf("--rate %d: at least one send per second per producer (%d)", o.Rate, o.Producers)
+	}
+	return nil
+}
+
+// ParseFaults parses --faults ("" or "none": no faults).
+func ParseFaults(s string) []string {
+	s = strings.TrimSpace(s)
+	if s == "none" {
+		return []string{}
+	}
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}

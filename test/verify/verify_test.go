@@ -1,0 +1,139 @@
+package verify
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/weir-project/weir/internal/verify"
+	"github.com/weir-project/weir/test/harness"
+)
+
+// runVerify runs `weir verify` with args (plus --out and --binary) and
+// returns its result, its output and its exit code.
+func runVerify(t *testing.T, timeout time.Duration, args ...string) (*verify.Result, string, int, string) {
+	t.Helper()
+	out := t.TempDir()
+	args = append([]string{"verify", "--out", out, "--binary", harness.Bin()}, args...)
+	cmd := exec.Command(harness.Bin(), args...)
+	// Should this test process die (go test's timeout), verify is told
+	// to stop, and stops its cluster.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(timeout):
+		// SIGTERM lets verify stop its cluster; then make sure.
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			cmd.Process.Kill()
+			<-done
+		}
+		t.Fatalf("weir verify did not finish within %v:\n%s", timeout, buf.String())
+	}
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("weir verify %s: exit %d after %v", strings.Join(args[5:], " "), code, time.Since(start).Round(time.Second))
+	b, rerr := os.ReadFile(filepath.Join(out, verify.ResultFile))
+	if rerr != nil {
+		t.Fatalf("no result (exit %d): %v\n%s", code, rerr, buf.String())
+	}
+	var res verify.Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	return &res, buf.String(), code, out
+}
+
+func counts(res *verify.Result, topic string) map[string]int {
+	for _, t := range res.Topics {
+		if t.Name == topic {
+			return t.Counts
+		}
+	}
+	return nil
+}
+
+// TestVerifySafe: 75 seconds of the seeded workload against three nodes
+// while a fault of every kind strikes in turn. Nothing acknowledged may
+// be lost, duplicated, moved or invented; the run itself must go cleanly
+// (every fault applied and healed, the cluster healthy again after
+// each); and the report must render.
+func TestVerifySafe(t *testing.T) {
+	res, output, code, dir := runVerify(t, 6*time.Minute, "--duration", "75s", "--seed", "1")
+	if code != 0 || !res.OK() {
+		t.Fatalf("exit %d, %d violations:\n%s", code, res.Violations, output)
+	}
+	c := counts(res, "verify")
+	for _, k := range verify.SafetyKinds {
+		if c[k] != 0 {
+			t.Fatalf("%s: %d\n%s", k, c[k], output)
+		}
+	}
+	if len(res.Errors) > 0 {
+		t.Fatalf("the run went wrong: %v\n%s", res.Errors, output)
+	}
+	faults := res.FaultCounts()
+	for _, k := range []string{verify.FaultKill, verify.FaultPause, verify.FaultPartition, verify.FaultTorn, verify.FaultController} {
+		if faults[k] == 0 {
+			t.Errorf("no %s fault in %v", k, faults)
+		}
+	}
+	if os.Geteuid() == 0 && faults[verify.FaultDiskFull] == 0 {
+		t.Errorf("no disk-full fault as root: %v", faults)
+	}
+	if acked := res.Topics[0].Acked; acked < 1000 || res.Topics[0].AckedRead != acked {
+		t.Fatalf("%d acknowledged, %d of them read", acked, res.Topics[0].AckedRead)
+	}
+	for _, r := range res.Resources {
+		t.Logf("node %d: peak RSS %d MiB, peak descriptors %d", r.Node, r.PeakRSS>>20, r.PeakFDs)
+	}
+
+	t.Run("check", func(t *testing.T) {
+		out, err := exec.Command(harness.Bin(), "verify", "--check", filepath.Join(dir, verify.HistoryFile)).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "verdict: no safety violation") {
+			t.Fatalf("--check of the saved history: %v\n%s", err, out)
+		}
+	})
+	t.Run("report in chromium", func(t *testing.T) {
+		renderReport(t, filepath.Join(dir, verify.ReportFile), len(res.Faults))
+	})
+}
+
+// TestVerifyUnsafe: with acks=1, unclean leader election and
+// min.insync.replicas=1, the "lose" fault makes a leader acknowledge
+// writes that only it holds, then kills it. The checker must find the
+// loss, and verify must exit non-zero.
+func TestVerifyUnsafe(t *testing.T) {
+	res, output, code, _ := runVerify(t, 4*time.Minute, "--unsafe", "--duration", "30s", "--seed", "1")
+	c := counts(res, "verify")
+	if code == 0 || res.OK() || c[verify.KLost] == 0 {
+		t.Fatalf("exit %d, %d lost, %d violations: the checker missed the loss\n%s", code, c[verify.KLost], res.Violations, output)
+	}
+	if res.FaultCounts()[verify.FaultLose] == 0 {
+		t.Fatalf("no lose fault ran:\n%s", output)
+	}
+	t.Logf("--unsafe: %d lost, %d inconsistent offsets, %d violations in all", c[verify.KLost], c[verify.KInconsistent], res.Violations)
+}
