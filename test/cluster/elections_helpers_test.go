@@ -232,23 +232,6 @@ func loseUnflushedTail(t *testing.T, dir, topic string, partition int32, n int) 
 	return cut.base
 }
 
-// logLines returns the lines of what b logged since byte off that hold
-// every one of the given substrings.
-func logLines(b *harness.Broker, off int, subs ...string) []string {
-	out, _ := b.OutputSince(off)
-	var hits []string
-	for _, line := range strings.Split(out, "\n") {
-		ok := line != ""
-		for _, s := range subs {
-			ok = ok && strings.Contains(line, s)
-		}
-		if ok {
-			hits = append(hits, line)
-		}
-	}
-	return hits
-}
-
 // logEnd is the current end of b's log output, for logLines.
 func logEnd(b *harness.Broker) int {
 	_, n := b.OutputSince(-1)
