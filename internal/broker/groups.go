@@ -282,6 +282,9 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 				}
 				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Partition, o.Offset, o.LeaderEpoch, ptr(o.Metadata)
+				if unstable(req, o) {
+					rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = -1, -1, ptr(""), kerr.UnstableOffsetCommit.Code
+				}
 				cur.Partitions = append(cur.Partitions, rp)
 			}
 			resp.Groups = append(resp.Groups, rg)
@@ -315,9 +318,20 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 		if req.Version < 2 {
 			rp.ErrorCode = code
 		}
+		if unstable(req, o) {
+			rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = -1, -1, ptr(""), kerr.UnstableOffsetCommit.Code
+		}
 		cur.Partitions = append(cur.Partitions, rp)
 	}
 	return resp, nil
+}
+
+// unstable: a RequireStable fetch (v7+) names a partition whose newer
+// commit is appended but not yet replicated; as Kafka does for pending
+// commits, it is answered UNSTABLE_OFFSET_COMMIT with no offset, and the
+// client retries until the commit settles either way.
+func unstable(req *kmsg.OffsetFetchRequest, o group.FetchedOffset) bool {
+	return req.Version >= 7 && req.RequireStable && o.Pending
 }
 
 // fetchTopics turns the topics of an OffsetFetch into the coordinator's

@@ -108,6 +108,31 @@ func TestGroupServedWhileACommitWaitsForAFollower(t *testing.T) {
 	if o := fetchOffset(); o != 1 {
 		t.Fatalf("offset fetched while the commit waits: %d, want the committed 1", o)
 	}
+	// A client that asks for stable offsets (v7+, and v8's group form) is
+	// told the partition's commit is in flight, with no offset.
+	for _, v := range []int16{7, 8} {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version, req.Group, req.RequireStable = v, group, true
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = topic, []int32{0}
+		req.Topics = append(req.Topics, rt)
+		gt := kmsg.NewOffsetFetchRequestGroupTopic()
+		gt.Topic, gt.Partitions = topic, []int32{0}
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group, rg.Topics = group, []kmsg.OffsetFetchRequestGroupTopic{gt}
+		req.Groups = append(req.Groups, rg)
+		resp, _ := conn.Request(req)
+		r := resp.(*kmsg.OffsetFetchResponse)
+		code, off := int16(0), int64(0)
+		if v >= 8 {
+			code, off = r.Groups[0].Topics[0].Partitions[0].ErrorCode, r.Groups[0].Topics[0].Partitions[0].Offset
+		} else {
+			code, off = r.Topics[0].Partitions[0].ErrorCode, r.Topics[0].Partitions[0].Offset
+		}
+		if code != kerr.UnstableOffsetCommit.Code || off != -1 {
+			t.Fatalf("v%d RequireStable fetch while the commit waits: %v offset %d, want UNSTABLE_OFFSET_COMMIT and -1", v, kerr.ErrorForCode(code), off)
+		}
+	}
 	select {
 	case r := <-committed:
 		t.Fatalf("commit answered while a follower in the ISR is paused: %+v", r)
