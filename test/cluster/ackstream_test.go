@@ -255,7 +255,7 @@ func waitSeenBy(t *testing.T, c *harness.Cluster, nodes []int32, topic string, p
 	harness.WaitFor(t, timeout, fmt.Sprintf("nodes %v to show %s-%d with %s", nodes, topic, p, what), func() bool {
 		for _, id := range nodes {
 			var err error
-			if st, err = partitionSeenBy(c.Node(id).Addr, topic, p); err != nil || !cond(st) {
+			if st, err = c.Node(id).Partition(topic, p); err != nil || !cond(st) {
 				return false
 			}
 		}
@@ -267,36 +267,6 @@ func waitSeenBy(t *testing.T, c *harness.Cluster, nodes []int32, topic string, p
 // fullISR: a leader and every replica in sync.
 func fullISR(st harness.PartitionState) bool {
 	return st.Leader > 0 && len(st.Replicas) > 0 && len(st.ISR) == len(st.Replicas)
-}
-
-// partitionSeenBy is one partition as the node at addr's Metadata says.
-func partitionSeenBy(addr, topic string, p int32) (harness.PartitionState, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
-	if err != nil {
-		return harness.PartitionState{}, err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return harness.PartitionState{}, err
-	}
-	for _, t := range resp.Topics {
-		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			return harness.PartitionState{}, err
-		}
-		for _, mp := range t.Partitions {
-			if mp.Partition == p {
-				return harness.PartitionState{Leader: mp.Leader, LeaderEpoch: mp.LeaderEpoch, Replicas: mp.Replicas, ISR: mp.ISR, Err: kerr.ErrorForCode(mp.ErrorCode)}, nil
-			}
-		}
-	}
-	return harness.PartitionState{}, fmt.Errorf("%s-%d not in the metadata of %s", topic, p, addr)
 }
 
 // createAssignedTopic creates a topic whose partition p has the replicas

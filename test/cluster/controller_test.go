@@ -188,7 +188,7 @@ func TestKillControllerDuringTopicCreationAndFailover(t *testing.T) {
 		}
 	}
 	const topic = "ctrl-failover"
-	createPlacedTopic(t, c, topic, [][]int32{{ctrl, others[0], others[1]}}, map[string]string{"min.insync.replicas": "2"})
+	createAssignedTopic(t, c, topic, [][]int32{{ctrl, others[0], others[1]}}, minISR2())
 	acks := newAckLog()
 	done, flush := franzProducer(t, c, topic, streamRecords, time.Millisecond, acks)
 

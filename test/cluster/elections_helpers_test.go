@@ -25,40 +25,6 @@ import (
 // groups_test.go, unclean_test.go): topics placed on chosen nodes, writes
 // that bypass clients' routing, and what the nodes keep on disk.
 
-// createPlacedTopic creates a topic whose partition p lives on the nodes
-// assignment[p] (the first one preferred, so leading), and waits until
-// every partition is led by its first replica with a full ISR.
-func createPlacedTopic(t *testing.T, c *harness.Cluster, topic string, assignment [][]int32, configs map[string]string) {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 60000
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	for p, replicas := range assignment {
-		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-		a.Partition, a.Replicas = int32(p), replicas
-		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
-	}
-	for k, v := range configs {
-		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
-		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
-		rt.Configs = append(rt.Configs, cfg)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(harness.Ctx(t, opTimeout), c.Client())
-	if err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
-	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
-	for p, replicas := range assignment {
-		c.WaitPartition(topic, int32(p), opTimeout, fmt.Sprintf("led by %d with ISR %v", replicas[0], replicas), func(st harness.PartitionState) bool {
-			return st.Leader == replicas[0] && len(st.ISR) == len(replicas)
-		})
-	}
-}
-
 // batchOf builds one record batch holding values.
 func batchOf(t *testing.T, values ...string) []byte {
 	t.Helper()

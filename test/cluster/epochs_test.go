@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-project/weir/test/harness"
 )
@@ -56,7 +57,7 @@ func testKIP101StaleHighWatermark(t *testing.T) {
 		"auto.leader.rebalance.enable=false")
 	const topic = "kip101-s1"
 	a, b := c.Node(1), c.Node(2)
-	createPlacedTopic(t, c, topic, [][]int32{{1, 2}}, map[string]string{"min.insync.replicas": "2"})
+	createAssignedTopic(t, c, topic, [][]int32{{1, 2}}, minISR2())
 
 	const n = 40
 	values := make([]string, n)
@@ -137,7 +138,7 @@ func testKIP101DivergenceAfterBothFail(t *testing.T) {
 		"auto.leader.rebalance.enable=false")
 	const topic = "kip101-s2"
 	a, b := c.Node(1), c.Node(2)
-	createPlacedTopic(t, c, topic, [][]int32{{1, 2}}, map[string]string{"min.insync.replicas": "1"})
+	createAssignedTopic(t, c, topic, [][]int32{{1, 2}}, map[string]*string{"min.insync.replicas": kmsg.StringPtr("1")})
 
 	const n, lost = 40, 10
 	values := make([]string, n)

@@ -50,8 +50,8 @@ func TestUncleanLeaderElection(t *testing.T) {
 		"auto.leader.rebalance.enable=false")
 	const off, on = "unclean-off", "unclean-on"
 	x, y := c.Node(1), c.Node(2)
-	createPlacedTopic(t, c, off, [][]int32{{1, 2}}, nil)
-	createPlacedTopic(t, c, on, [][]int32{{1, 2}}, map[string]string{"unclean.leader.election.enable": "true"})
+	createAssignedTopic(t, c, off, [][]int32{{1, 2}}, nil)
+	createAssignedTopic(t, c, on, [][]int32{{1, 2}}, map[string]*string{"unclean.leader.election.enable": kmsg.StringPtr("true")})
 	topics := []string{off, on}
 
 	synced := map[string]map[string]int64{}

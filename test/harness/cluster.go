@@ -183,6 +183,12 @@ func (c *Cluster) Partition(topic string, p int32) (PartitionState, error) {
 	return PartitionState{}, fmt.Errorf("no node answered for %s-%d: %w", topic, p, lastErr)
 }
 
+// Partition is one partition as this node's own Metadata answers it (a
+// node's view may trail the controller's for a moment).
+func (b *Broker) Partition(topic string, p int32) (PartitionState, error) {
+	return partitionFrom(b.Addr, topic, p)
+}
+
 func partitionFrom(addr, topic string, p int32) (PartitionState, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
 	if err != nil {
