@@ -18,9 +18,14 @@ func (c *Coordinator) load(ctx context.Context, p int32, op *ownedPartition) {
 		start := time.Now()
 		groups, records, err := c.replay(ctx, p)
 		if err == nil {
-			c.install(p, op, groups)
+			if !c.install(p, op, groups) {
+				return
+			}
 			c.log.Info("loaded consumer offsets partition", slog.Int("partition", int(p)),
 				slog.Int("groups", len(groups)), slog.Int("records", records), slog.Duration("took", time.Since(start)))
+			// Topics may have been deleted while another broker, or none,
+			// coordinated these groups (deleted.go).
+			c.sweepLoaded(groups)
 			return
 		}
 		if ctx.Err() != nil {
@@ -90,14 +95,14 @@ func (c *Coordinator) replay(ctx context.Context, p int32) (map[string]*group, i
 	return groups, n, nil
 }
 
-// install publishes replayed groups (unless p was resigned meanwhile) and
-// starts the session timers of their members: a member that does not
-// heartbeat to the new coordinator in time is removed as usual.
-func (c *Coordinator) install(p int32, op *ownedPartition, groups map[string]*group) {
+// install publishes replayed groups (unless p was resigned meanwhile:
+// false) and starts the session timers of their members: a member that
+// does not heartbeat to the new coordinator in time is removed as usual.
+func (c *Coordinator) install(p int32, op *ownedPartition, groups map[string]*group) bool {
 	c.mu.Lock()
 	if c.parts[p] != op {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	for id, g := range groups {
 		g.ctx = op.ctx
@@ -120,6 +125,7 @@ func (c *Coordinator) install(p int32, op *ownedPartition, groups map[string]*gr
 		}
 		g.mu.Unlock()
 	}
+	return true
 }
 
 // replayConsumer applies one consumer group record (key versions 3 to 8)

@@ -43,7 +43,7 @@ func (c *Coordinator) CommitOffsets(req CommitRequest) []error {
 	var valid []int
 	for i, o := range req.Offsets {
 		switch {
-		case !c.cfg.Topics.PartitionExists(o.Topic, o.Partition):
+		case !c.partitionExists(o.Topic, o.Partition):
 			errs[i] = kerr.UnknownTopicOrPartition
 		case len(o.Metadata) > c.cfg.MaxMetadataSize:
 			errs[i] = kerr.OffsetMetadataTooLarge
@@ -100,16 +100,30 @@ func (c *Coordinator) CommitOffsets(req CommitRequest) []error {
 	recs := make([]Record, 0, len(valid))
 	stored := make([]Offset, 0, len(valid))
 	tps := make([]tp, 0, len(valid))
+	kept := valid[:0]
 	for _, i := range valid {
 		o := req.Offsets[i]
-		off := Offset{Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, CommitTime: now}
+		// Looked up again under the group's lock, which a deletion's
+		// sweep takes too (deleted.go): a commit either lands before the
+		// sweep looks at the group, or sees the topic gone, or records
+		// the id that tells its offset from the re-created topic's.
+		id, ok := c.livePartition(o.Topic, o.Partition)
+		if !ok {
+			errs[i] = kerr.UnknownTopicOrPartition
+			continue
+		}
+		off := Offset{Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, CommitTime: now, TopicID: id}
 		if req.Retention > 0 {
 			off.ExpireTime = now.Add(req.Retention)
 		}
+		kept = append(kept, i)
 		t := tp{o.Topic, o.Partition}
 		recs = append(recs, offsetRecord(g.id, t, off))
 		stored = append(stored, off)
 		tps = append(tps, t)
+	}
+	if valid = kept; len(valid) == 0 {
+		return errs
 	}
 	// Pending until committed: OffsetFetch answers the previous offset
 	// meanwhile, as Kafka's GroupMetadata.offset does.
@@ -121,9 +135,14 @@ func (c *Coordinator) CommitOffsets(req CommitRequest) []error {
 		g.donePending(tps)
 		result = err
 		if err == nil && g.state != Dead {
+			var gone []tp
 			for j, t := range tps {
 				g.offsets[t] = stored[j]
+				if c.offsetGone(t, stored[j], nil) {
+					gone = append(gone, t) // its topic was deleted meanwhile
+				}
 			}
+			c.dropOffsets(g, gone)
 		}
 	})
 	if err != nil {
@@ -210,6 +229,9 @@ func (c *Coordinator) FetchOffsets(groupID string, topics []TopicPartitions) ([]
 		// The committed partitions, as Kafka lists them (a partition
 		// whose first commit is still pending is not one yet).
 		for t, o := range offsets {
+			if c.offsetGone(t, o, nil) {
+				continue // being removed with its topic (deleted.go)
+			}
 			out = append(out, FetchedOffset{Topic: t.topic, Partition: t.partition, Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, Pending: pending[t] > 0})
 		}
 		slices.SortFunc(out, func(a, b FetchedOffset) int {
@@ -226,7 +248,7 @@ func (c *Coordinator) FetchOffsets(groupID string, topics []TopicPartitions) ([]
 	for _, t := range topics {
 		for _, p := range t.Partitions {
 			f := FetchedOffset{Topic: t.Topic, Partition: p, Offset: -1, LeaderEpoch: -1, Pending: pending[tp{t.Topic, p}] > 0}
-			if o, ok := offsets[tp{t.Topic, p}]; ok {
+			if o, ok := offsets[tp{t.Topic, p}]; ok && !c.offsetGone(tp{t.Topic, p}, o, nil) {
 				f.Offset, f.LeaderEpoch, f.Metadata = o.Offset, o.LeaderEpoch, o.Metadata
 			}
 			out = append(out, f)

@@ -22,6 +22,7 @@ const (
 	groupKeyVersion              = 2
 	offsetValueVersion           = 3 // with leader epoch, without expire timestamp
 	offsetValueVersionWithExpiry = 1 // commits carrying a retention time (OffsetCommit v2-v4)
+	offsetValueVersionWithID     = 4 // flexible, with the topic id as tag 0 (Kafka 4.1+, KAFKA-19141)
 	groupValueVersion            = 3 // with static member instance ids
 )
 
@@ -38,6 +39,11 @@ type Offset struct {
 	// ExpireTime is set only for commits that asked for a retention time
 	// (OffsetCommit v2-v4); zero means "per offsets.retention.minutes".
 	ExpireTime time.Time
+	// TopicID is the id the topic had when the offset was committed; zero
+	// if unknown (a record without one, or a commit with a retention
+	// time, whose value version cannot carry it). An offset whose topic
+	// has another id now belongs to a deleted topic (deleted.go).
+	TopicID TopicID
 }
 
 // tp names a topic partition inside a group's offsets.
@@ -53,9 +59,13 @@ func offsetRecord(group string, t tp, o Offset) Record {
 	v.Version = offsetValueVersion
 	v.Offset, v.LeaderEpoch, v.Metadata = o.Offset, o.LeaderEpoch, o.Metadata
 	v.CommitTimestamp = o.CommitTime.UnixMilli()
-	if !o.ExpireTime.IsZero() {
+	switch {
+	case !o.ExpireTime.IsZero():
 		v.Version = offsetValueVersionWithExpiry
 		v.ExpireTimestamp = o.ExpireTime.UnixMilli()
+	case o.TopicID != TopicID{}:
+		v.Version = offsetValueVersionWithID
+		v.TopicID = o.TopicID
 	}
 	return Record{Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
 }
@@ -120,6 +130,9 @@ func decodeRecord(key, value []byte) (decoded, error) {
 		}
 		if v.Version == 1 && v.ExpireTimestamp > 0 {
 			o.ExpireTime = time.UnixMilli(v.ExpireTimestamp)
+		}
+		if v.Version >= 4 {
+			o.TopicID = v.TopicID
 		}
 		d.offset = o
 		return d, nil

@@ -130,6 +130,8 @@ func FuzzDecodeRecord(f *testing.F) {
 	o := offsetRecord("g", tp{"t", 1}, Offset{Offset: 5, Metadata: "x", CommitTime: now})
 	f.Add(o.Key, o.Value)
 	f.Add(o.Key, []byte(nil))
+	withID := offsetRecord("g", tp{"t", 1}, Offset{Offset: 5, LeaderEpoch: 3, CommitTime: now, TopicID: TopicID{1, 2, 3}})
+	f.Add(withID.Key, withID.Value)
 	g := newGroup("g", 0, now)
 	g.protocolType = "consumer"
 	g.addMember(&member{id: "m", protocols: []Protocol{{"range", []byte{1}}}})
@@ -149,7 +151,8 @@ func FuzzDecodeRecord(f *testing.F) {
 		case d.isOffset && d.offset != nil:
 			r := offsetRecord(d.group, d.tp, *d.offset)
 			d2, err := decodeRecord(r.Key, r.Value)
-			if err != nil || d2.group != d.group || d2.tp != d.tp || d2.offset.Offset != d.offset.Offset || d2.offset.Metadata != d.offset.Metadata {
+			if err != nil || d2.group != d.group || d2.tp != d.tp || d2.offset.Offset != d.offset.Offset || d2.offset.Metadata != d.offset.Metadata ||
+				(d.offset.ExpireTime.IsZero() && d2.offset.TopicID != d.offset.TopicID) {
 				t.Fatalf("offset re-encode: %+v vs %+v (%v)", d, d2, err)
 			}
 		case !d.isOffset && d.meta != nil:
