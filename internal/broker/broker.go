@@ -345,11 +345,15 @@ func Run(ctx context.Context, opts Options) (err error) {
 	runCtx, stop := context.WithCancel(bg)
 	defer stop()
 	var wg sync.WaitGroup
-	wg.Add(5)
+	// Taken before the coordinator can own a partition (see
+	// watchDeletedTopics).
+	deletedSince := b.meta.Image()
+	wg.Add(6)
 	go func() { defer wg.Done(); b.logs.Run(runCtx) }()
 	go func() { defer wg.Done(); b.watchMetadata(runCtx) }()
 	go func() { defer wg.Done(); b.expireProducers(runCtx) }()
 	go func() { defer wg.Done(); b.watchGroupPartitions(runCtx) }()
+	go func() { defer wg.Done(); b.watchDeletedTopics(runCtx, deletedSince) }()
 	go func() { defer wg.Done(); b.shrinkISRs(runCtx) }()
 
 	serveClients := make(chan error, 1)
