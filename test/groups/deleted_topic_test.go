@@ -173,3 +173,98 @@ func TestDeletedTopicOffsetsRemoved(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletedTopicOffsetsAfterCoordinatorFailover: on three nodes, with
+// __consumer_offsets replicated three times, a group commits on a topic
+// and the topic is deleted. The coordinator's tombstones for the group's
+// offsets are seen committed in __consumer_offsets (a consumer reads up
+// to the high watermark, which only passes what every replica in the
+// ISR holds). The coordinator is then killed (SIGKILL): its successor
+// loads the partition and answers -1 for the deleted partitions, and
+// once the topic is re-created a member of the group reads it from the
+// start.
+func TestDeletedTopicOffsetsAfterCoordinatorFailover(t *testing.T) {
+	const offsetsTopic, topic, group = "__consumer_offsets", "t9", "g3"
+	c := harness.StartCluster(t, 3, "offsets.topic.replication.factor=3", "offsets.topic.num.partitions=1")
+	for _, b := range c.Nodes {
+		// Raft logs the votes it cannot send to the killed node as
+		// errors.
+		checkLog(t, b, `msg="failed to make requestVote RPC"`)
+	}
+	adm := kadm.NewClient(c.Client())
+	create := func() {
+		t.Helper()
+		harness.WaitFor(t, opTimeout, "topic "+topic+" created", func() bool {
+			resp, err := adm.CreateTopic(context.Background(), delPartitions, 3, nil, topic)
+			return err == nil && resp.Err == nil
+		})
+	}
+	read := kgoReader(c.Bootstrap)
+	create()
+	read(t, group+"-old", group, topic, harness.ProduceValues(t, c.Nodes[0], topic, "old", delOld))
+	waitCommitted(t, adm, group, topic, delOld)
+
+	deleteTopic(t, adm, topic)
+	harness.WaitFor(t, opTimeout, "the offsets' tombstones committed in "+offsetsTopic, func() bool {
+		return len(committedTombstones(t, c.Bootstrap(), group, topic)) == delPartitions
+	})
+
+	coord := c.Leader(offsetsTopic, 0, opTimeout)
+	coord.Kill()
+	c.WaitPartition(offsetsTopic, 0, opTimeout, "a new leader", func(st harness.PartitionState) bool {
+		return st.Leader > 0 && c.Node(st.Leader) != coord
+	})
+	deletedOffsetsGone(t, c.Client(), group, topic)
+	coord.Restart()
+	c.WaitFullISR(offsetsTopic, 0, opTimeout)
+
+	create()
+	read(t, group+"-new", group, topic, harness.ProduceValues(t, c.Nodes[0], topic, "new", delNew))
+	waitCommitted(t, adm, group, topic, delNew)
+}
+
+// committedTombstones reads partition 0 of __consumer_offsets up to its
+// high watermark and returns the partitions of topic whose offset
+// tombstone for group it holds.
+func committedTombstones(t *testing.T, seeds []string, group, topic string) map[int32]bool {
+	t.Helper()
+	const offsetsTopic = "__consumer_offsets"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{offsetsTopic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, offsetsTopic)
+	if err != nil {
+		return nil
+	}
+	end, ok := ends.Lookup(offsetsTopic, 0)
+	if !ok || end.Err != nil {
+		return nil
+	}
+	out := map[int32]bool{}
+	for next := int64(0); next < end.Offset; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			next = max(next, r.Offset+1)
+			var k kmsg.OffsetCommitKey
+			if len(r.Key) < 2 || r.Key[0] != 0 || r.Key[1] > 1 || k.ReadFrom(r.Key) != nil {
+				return // not an offset commit
+			}
+			if k.Group == group && k.Topic == topic && r.Offset < end.Offset {
+				if r.Value == nil {
+					out[k.Partition] = true
+				} else {
+					delete(out, k.Partition)
+				}
+			}
+		})
+	}
+	return out
+}
