@@ -8,7 +8,8 @@
 // does (records.go). The coordinator for a group is the leader of
 // partition PartitionFor(group, n) of that topic; when this broker becomes
 // that leader it replays the partition (Elect) and serves its groups, and
-// it forgets them when it stops leading (Resign).
+// it forgets them when it stops leading (Resign). Offsets of deleted topics
+// are removed with tombstones (TopicsDeleted, and at load: deleted.go).
 //
 // The package does not know the broker: it writes and replays records
 // through the Log interface and checks topics through Topics, both
