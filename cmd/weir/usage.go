@@ -38,7 +38,7 @@ func strictUsage(root *cobra.Command) {
 		}
 		return &usageError{err: err, path: c.CommandPath()}
 	})
-	root.SetHelpCommand(helpCommand())
+	strictHelp(root)
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, sub := range c.Commands() {
@@ -65,13 +65,18 @@ func strictUsage(root *cobra.Command) {
 	walk(root)
 }
 
-// helpCommand is `weir help [command]`. Cobra's own prints the root's help
-// with exit status 0 for a command that does not exist.
-func helpCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "help [command]",
-		Short: "Help about any command",
-		RunE: func(c *cobra.Command, args []string) error {
+// strictHelp makes `weir help X` fail for a command X that does not
+// exist: cobra's help command prints the root's help and exits 0. The
+// rest of cobra's help command (its completion of command names) stays.
+func strictHelp(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	for _, help := range root.Commands() {
+		if help.Name() != "help" || help.Run == nil {
+			continue
+		}
+		show := help.Run
+		help.Run = nil
+		help.RunE = func(c *cobra.Command, args []string) error {
 			target, rest, err := c.Root().Find(args)
 			if err != nil {
 				return err
@@ -79,8 +84,9 @@ func helpCommand() *cobra.Command {
 			if err := unknownSubcommand(target, rest); err != nil {
 				return err
 			}
-			return target.Help()
-		},
+			show(c, args)
+			return nil
+		}
 	}
 }
 
