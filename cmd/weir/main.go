@@ -20,22 +20,24 @@ func main() {
 		Use:           "weir",
 		Short:         "weir: a Kafka-compatible distributed commit log",
 		Long:          "weir is a Kafka-compatible broker, controller and command-line client in one binary.\nAny Kafka client can produce to and consume from it.",
+		Version:       buildInfo(),
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Version}}")
 	root.AddCommand(serveCommand())
 	root.AddCommand(clusterCommand())
 	root.AddCommand(verifyCommand())
+	root.AddCommand(versionCommand())
 	root.AddCommand(cli.Commands()...)
+	// Cobra adds its completion command only when it runs; add it now so
+	// that strictUsage covers it too.
+	root.InitDefaultCompletionCmd()
+	strictUsage(root)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		msg := err.Error()
-		if errors.Is(err, context.DeadlineExceeded) {
-			// A bare "context deadline exceeded" does not say what to check.
-			msg += " (no answer from the broker within --request-timeout: is it running at --bootstrap-server?)"
-		}
-		fmt.Fprintln(os.Stderr, "weir:", msg)
+		fmt.Fprintln(os.Stderr, "weir:", cli.ErrorLine(err))
 		os.Exit(1)
 	}
 }

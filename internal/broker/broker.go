@@ -198,7 +198,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if !opts.BrokerOnly {
 		ctrlCfg := srvCfg
 		ctrlCfg.Listeners = []server.Listener{{Name: opts.ControllerListener, Listener: b.ctrlMux.Kafka(), Unbudgeted: true}}
-		b.ctrlSrv, err = server.New(ctrlCfg, b, logger.With("component", "server", "listener", opts.ControllerListener))
+		// The server names the listener in every line itself.
+		b.ctrlSrv, err = server.New(ctrlCfg, b, logger.With("component", "server"))
 		if err != nil {
 			return fmt.Errorf("listen: %w", err)
 		}

@@ -26,7 +26,11 @@ func newBenchConsumeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "consume --topic T --num-records N",
 		Short: "Consumer benchmark from the start of a topic, like kafka-consumer-perf-test",
-		Args:  cobra.NoArgs,
+		Long: "Reads --num-records records from the start of the topic and prints the\n" +
+			"throughput, as kafka-consumer-perf-test does. Fails at once if no broker\n" +
+			"answers within --connect-timeout or the topic does not exist, and after\n" +
+			"--timeout without a record.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := o.clientOpts()
 			if err != nil {
@@ -44,6 +48,9 @@ func newBenchConsumeCmd() *cobra.Command {
 				return err
 			}
 			defer cl.Close()
+			if err := o.client.checkTopic(ctx, cl, "bench consume", o.topic, nil); err != nil {
+				return err
+			}
 			return runBenchConsume(ctx, cl, o, start, cmd.OutOrStdout())
 		},
 	}

@@ -41,6 +41,11 @@ const (
 	defaultBootstrap      = "127.0.0.1:9092"
 	defaultClientID       = "weir-cli"
 	defaultRequestTimeout = 30 * time.Second
+	// defaultConnectTimeout bounds the search for a broker that answers:
+	// a refused connection fails at once, but a dead host or a port that
+	// accepts and never answers would otherwise stall a consumer forever
+	// and a producer for the whole delivery timeout.
+	defaultConnectTimeout = 5 * time.Second
 )
 
 // clientFlags are the connection options every command accepts.
@@ -48,6 +53,7 @@ type clientFlags struct {
 	bootstrap      string
 	clientID       string
 	requestTimeout time.Duration
+	connectTimeout time.Duration
 }
 
 func (c *clientFlags) register(fs *pflag.FlagSet) {
@@ -56,6 +62,8 @@ func (c *clientFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.clientID, "client-id", defaultClientID, "client id sent to the brokers")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", defaultRequestTimeout,
 		"how long an admin request or a record's delivery may take before failing")
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", defaultConnectTimeout,
+		"fail if no broker at --bootstrap-server answers within this long")
 }
 
 // seeds splits --bootstrap-server into host:port entries.
@@ -84,6 +92,9 @@ func (c *clientFlags) validate() error {
 	if c.requestTimeout <= 0 {
 		return fmt.Errorf("--request-timeout %v: must be positive", c.requestTimeout)
 	}
+	if c.connectTimeout <= 0 {
+		return fmt.Errorf("--connect-timeout %v: must be positive", c.connectTimeout)
+	}
 	return nil
 }
 
@@ -101,7 +112,8 @@ func (c *clientFlags) baseOpts() ([]kgo.Opt, error) {
 	}, nil
 }
 
-// newClient builds a kgo client from the common flags plus extra options.
+// newClient builds a kgo client from the common flags plus extra options
+// and makes sure a broker answers it (see reachable).
 func (c *clientFlags) newClient(extra ...kgo.Opt) (*kgo.Client, error) {
 	opts, err := c.baseOpts()
 	if err != nil {
@@ -110,6 +122,10 @@ func (c *clientFlags) newClient(extra ...kgo.Opt) (*kgo.Client, error) {
 	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("create client: %w", err)
+	}
+	if err := c.reachable(cl); err != nil {
+		cl.Close()
+		return nil, err
 	}
 	return cl, nil
 }

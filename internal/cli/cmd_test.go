@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // runCLI runs the client commands under a throwaway root, as cmd/weir
@@ -33,7 +34,7 @@ func TestCommandsPresent(t *testing.T) {
 	for _, c := range Commands() {
 		names[c.Name()] = true
 		if c.Name() == "consume" || c.Name() == "produce" {
-			for _, f := range []string{"bootstrap-server", "client-id", "request-timeout"} {
+			for _, f := range []string{"bootstrap-server", "client-id", "request-timeout", "connect-timeout"} {
 				if c.Flags().Lookup(f) == nil {
 					t.Errorf("%s has no --%s", c.Name(), f)
 				}
@@ -65,6 +66,7 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"produce", "t", "--bootstrap-server", "localhost"}, "host:port"},
 		{[]string{"produce", "t", "--bootstrap-server", " , "}, "no broker"},
 		{[]string{"produce", "t", "--request-timeout", "0s", nowhere}, "--request-timeout"},
+		{[]string{"consume", "t", "--connect-timeout", "0s", nowhere}, "--connect-timeout"},
 		{[]string{"consume", "t", "--format", "avro", nowhere}, "--format"},
 		{[]string{"consume", "t", "--offset", "5", nowhere}, "--partition"},
 		{[]string{"consume", "t", "--from-beginning", "--from-time", "0", nowhere}, "exclude"},
@@ -125,61 +127,73 @@ func deadBroker(t *testing.T) string {
 	return addr
 }
 
-// With no broker, admin commands give up after --request-timeout with one
-// line saying what failed.
+// noBroker checks err is the one line that says no broker answered at
+// addr, and that it came at once (a refused connection needs no wait).
+func noBroker(t *testing.T, err error, addr string, took time.Duration) {
+	t.Helper()
+	want := "no broker reachable at " + addr + ": "
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "refused") ||
+		strings.Contains(err.Error(), "\n") {
+		t.Errorf("got %v, want one line starting %q", err, want)
+	}
+	if took > 15*time.Second {
+		t.Errorf("took %v to find that nothing listens", took)
+	}
+}
+
+// With no broker, admin commands fail at once with one line saying so.
 func TestTopicListNoBroker(t *testing.T) {
-	_, _, err := runCLI(t, "", "topic", "list", "--bootstrap-server", deadBroker(t), "--request-timeout", "1s")
-	if err == nil || !strings.HasPrefix(err.Error(), "list topics: ") || strings.Contains(err.Error(), "\n") {
-		t.Fatalf("got %v, want a one-line list topics error", err)
-	}
+	addr, start := deadBroker(t), time.Now()
+	_, _, err := runCLI(t, "", "topic", "list", "--bootstrap-server", addr)
+	noBroker(t, err, addr, time.Since(start))
 }
 
-// With no broker, every record fails after the delivery timeout and
-// produce says how many failed.
+// With no broker, produce fails before reading a line, not after the
+// delivery timeout, and tells it once.
 func TestProduceNoBroker(t *testing.T) {
-	_, stderr, err := runCLI(t, "a\nb\nc\n", "produce", "t", "--bootstrap-server", deadBroker(t), "--request-timeout", "1s")
-	if err == nil || !strings.Contains(err.Error(), `produce to "t": 3 of 3 records failed`) {
-		t.Fatalf("got %v, want 3 of 3 records failed", err)
-	}
-	if !strings.Contains(stderr, "line 1: ") {
-		t.Errorf("stderr %q does not name the failed line", stderr)
+	addr, start := deadBroker(t), time.Now()
+	_, stderr, err := runCLI(t, "a\nb\nc\n", "produce", "t", "--bootstrap-server", addr)
+	noBroker(t, err, addr, time.Since(start))
+	if stderr != "" {
+		t.Errorf("stderr %q besides the error", stderr)
 	}
 }
 
-// A line without the key separator stops the producer with the line number.
+// A line without the key separator stops the producer with the line
+// number (before any record is sent: the client needs no broker).
 func TestProduceMissingKeySeparator(t *testing.T) {
-	_, _, err := runCLI(t, "nokey\n", "produce", "t", "--key-separator", ":",
-		"--bootstrap-server", deadBroker(t), "--request-timeout", "1s")
+	o := &produceOptions{topic: "t", keySep: ":", client: clientFlags{requestTimeout: time.Second}}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(deadBroker(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out, errOut bytes.Buffer
+	err = runProduce(context.Background(), cl, o, nil, strings.NewReader("nokey\n"), &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), `line 1: no key separator ":"`) {
 		t.Fatalf("got %v, want a missing separator error for line 1", err)
 	}
 }
 
-// consume with --timeout stops by itself when nothing arrives, reports
-// the total, and is not an error.
-func TestConsumeIdleTimeoutNoBroker(t *testing.T) {
-	start := time.Now()
-	stdout, stderr, err := runCLI(t, "", "consume", "t", "--bootstrap-server", deadBroker(t), "--timeout", "500ms")
-	if err != nil {
-		t.Fatalf("consume: %v", err)
-	}
-	if stdout != "" || !strings.Contains(stderr, "Processed a total of 0 messages") {
-		t.Errorf("stdout %q stderr %q", stdout, stderr)
-	}
-	if el := time.Since(start); el > 30*time.Second {
-		t.Errorf("idle timeout of 500ms took %v", el)
+// consume without a broker is an error at once, --timeout or not.
+func TestConsumeNoBroker(t *testing.T) {
+	for _, extra := range [][]string{nil, {"--timeout", "500ms"}} {
+		addr, start := deadBroker(t), time.Now()
+		stdout, stderr, err := runCLI(t, "", append([]string{"consume", "t", "--bootstrap-server", addr}, extra...)...)
+		noBroker(t, err, addr, time.Since(start))
+		if stdout != "" || stderr != "" {
+			t.Errorf("%q: stdout %q stderr %q besides the error", extra, stdout, stderr)
+		}
 	}
 }
 
-// bench consume without records fails after its idle timeout, still
-// printing its summary line.
+// bench consume without a broker fails at once, before its idle timeout.
 func TestBenchConsumeNoBroker(t *testing.T) {
+	addr, start := deadBroker(t), time.Now()
 	stdout, _, err := runCLI(t, "", "bench", "consume", "--topic", "t", "--num-records", "5",
-		"--bootstrap-server", deadBroker(t), "--timeout", "500ms")
-	if err == nil || !strings.Contains(err.Error(), "0 of 5 records") {
-		t.Fatalf("got %v, want 0 of 5 records", err)
-	}
-	if !strings.HasPrefix(stdout, "0 records consumed, 0.00 MB") {
-		t.Errorf("summary %q", stdout)
+		"--bootstrap-server", addr, "--timeout", "1m")
+	noBroker(t, err, addr, time.Since(start))
+	if stdout != "" {
+		t.Errorf("stdout %q", stdout)
 	}
 }

@@ -38,6 +38,9 @@ func newConsumeCmd() *cobra.Command {
 		Long: "Reads the topic's partitions directly (no consumer group) and prints each\n" +
 			"record. Starts at the end unless told otherwise; stops on ^C, after\n" +
 			"--max-messages, or after --timeout without a record.\n\n" +
+			"Fails at once (one line on stderr, exit status 1) if no broker answers at\n" +
+			"--bootstrap-server within --connect-timeout, if the topic does not exist\n" +
+			"(consume never creates one) or if a --partition is not one of its partitions.\n\n" +
 			"With --group G it consumes as a member of consumer group G: the group's\n" +
 			"partitions are shared with its other members, reading resumes at the\n" +
 			"group's committed offsets (--from-beginning/--from-time apply only where\n" +
@@ -61,6 +64,9 @@ func newConsumeCmd() *cobra.Command {
 			defer cl.Close()
 			ctx, stop := runContext(cmd)
 			defer stop()
+			if err := o.client.checkTopic(ctx, cl, "consume", o.topic, o.partitions); err != nil {
+				return err
+			}
 			n, err := runConsume(ctx, cl, o, fmtr, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if o.group != "" {
 				// Commit what was printed before leaving the group (the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -41,7 +42,9 @@ func newProduceCmd() *cobra.Command {
 		Use:   "produce TOPIC",
 		Short: "Produce the lines of stdin as records",
 		Long: "Each line of stdin becomes one record. With --key-separator the text before\n" +
-			"the first separator is the key. Exits non-zero if any record failed.",
+			"the first separator is the key. Exits non-zero if any record failed: the\n" +
+			"error line says how many did and why the first did. Fails at once if no\n" +
+			"broker answers at --bootstrap-server within --connect-timeout.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.topic = args[0]
@@ -61,6 +64,11 @@ func newProduceCmd() *cobra.Command {
 			defer cl.Close()
 			ctx, stop := runContext(cmd)
 			defer stop()
+			if o.partition >= 0 {
+				if err := checkProducePartition(ctx, cl, o); err != nil {
+					return err
+				}
+			}
 			return runProduce(ctx, cl, o, hdrs, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -123,6 +131,21 @@ func (o *produceOptions) clientOpts() ([]kgo.Opt, []kgo.RecordHeader, error) {
 	return opts, hdrs, nil
 }
 
+// checkProducePartition fails at once if --partition is not a partition
+// of an existing topic: kgo would fail every record with its own words.
+// A topic that does not exist yet is left to the broker, which creates it
+// or answers UNKNOWN_TOPIC_OR_PARTITION (auto.create.topics.enable).
+func checkProducePartition(ctx context.Context, cl *kgo.Client, o *produceOptions) error {
+	d, err := o.client.lookupTopic(ctx, cl, o.topic)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("produce to %q: %w", o.topic, err)
+	}
+	return checkPartitions("produce to", d, []int32{o.partition})
+}
+
 // idempotence decides whether to produce idempotently. Like Java's
 // producer it is on by default and then quietly off for acks other than
 // all; asked for explicitly with such acks, it is an error.
@@ -160,16 +183,21 @@ func producerOpts(cf *clientFlags, acks kgo.Acks, codec kgo.CompressionCodec, pa
 }
 
 // produceReport collects the outcome of every record; promises run on
-// kgo's goroutines, so it is locked.
+// kgo's goroutines, so it is locked. The first failure is told once, in
+// the final error; a later record that failed differently gets a line of
+// its own as it happens (up to maxReportedFailures), one that failed the
+// same way is only counted.
 type produceReport struct {
-	mu       sync.Mutex
-	out      io.Writer
-	errOut   io.Writer
-	verbose  bool
-	noAcks   bool // acks=0: the broker never tells the offset
-	sent     int64
-	failed   int64
-	firstErr error
+	mu        sync.Mutex
+	out       io.Writer
+	errOut    io.Writer
+	verbose   bool
+	noAcks    bool // acks=0: the broker never tells the offset
+	sent      int64
+	failed    int64
+	firstErr  error
+	firstLine int
+	reported  int
 }
 
 func (r *produceReport) done(line int, rec *kgo.Record, err error) {
@@ -177,10 +205,11 @@ func (r *produceReport) done(line int, rec *kgo.Record, err error) {
 	defer r.mu.Unlock()
 	if err != nil {
 		r.failed++
-		if r.firstErr == nil {
-			r.firstErr = err
-		}
-		if r.failed <= maxReportedFailures {
+		switch {
+		case r.firstErr == nil:
+			r.firstErr, r.firstLine = err, line
+		case err.Error() != r.firstErr.Error() && r.reported < maxReportedFailures:
+			r.reported++
 			fmt.Fprintf(r.errOut, "line %d: %v\n", line, err)
 		}
 		return
@@ -193,6 +222,16 @@ func (r *produceReport) done(line int, rec *kgo.Record, err error) {
 		}
 		fmt.Fprintf(r.out, "%d@%d\n", rec.Partition, off)
 	}
+}
+
+// failure is the final error when records failed.
+func (r *produceReport) failure(topic string) error {
+	if r.failed == 1 {
+		return fmt.Errorf("produce to %q: 1 of %d records failed (line %d): %w",
+			topic, r.failed+r.sent, r.firstLine, r.firstErr)
+	}
+	return fmt.Errorf("produce to %q: %d of %d records failed, the first (line %d): %w",
+		topic, r.failed, r.failed+r.sent, r.firstLine, r.firstErr)
 }
 
 type inputLine struct {
@@ -248,8 +287,7 @@ loop:
 	rep.mu.Lock()
 	defer rep.mu.Unlock()
 	if rep.failed > 0 {
-		return fmt.Errorf("produce to %q: %d of %d records failed, first: %w",
-			o.topic, rep.failed, rep.failed+rep.sent, rep.firstErr)
+		return rep.failure(o.topic)
 	}
 	if stopErr != nil {
 		return fmt.Errorf("produce to %q: %w", o.topic, stopErr)

@@ -135,24 +135,27 @@ func newTopicListCmd(cf *clientFlags) *cobra.Command {
 
 func newTopicDescribeCmd(cf *clientFlags) *cobra.Command {
 	var f partitionFilter
+	var excludeInternal bool
 	cmd := &cobra.Command{
 		Use:   "describe [NAME...]",
 		Short: "Show partitions, leaders, replicas, ISR and configs (all topics if none named)",
 		Long: `Show each topic (all topics if none is named) and its partitions: leader,
 replicas and in-sync replicas, as kafka-topics --describe does. With a
-filter flag, only the partitions it selects are printed, one per line.`,
+filter flag, only the partitions it selects are printed, one per line.
+Internal topics (__consumer_offsets) are included unless --exclude-internal.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withAdmin(cmd, cf, func(ctx context.Context, adm *kadm.Client) error {
 				if f.any() {
-					return describeFiltered(ctx, adm, cmd.OutOrStdout(), args, f)
+					return describeFiltered(ctx, adm, cmd.OutOrStdout(), args, f, excludeInternal)
 				}
-				return describeTopics(ctx, adm, cmd.OutOrStdout(), args)
+				return describeTopics(ctx, adm, cmd.OutOrStdout(), args, excludeInternal)
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&f.underReplicated, "under-replicated-partitions", false, "only partitions with fewer in-sync replicas than replicas")
 	cmd.Flags().BoolVar(&f.underMinISR, "under-min-isr-partitions", false, "only partitions with fewer in-sync replicas than min.insync.replicas")
 	cmd.Flags().BoolVar(&f.unavailable, "unavailable-partitions", false, "only partitions without a leader")
+	cmd.Flags().BoolVar(&excludeInternal, "exclude-internal", false, "leave out internal topics such as __consumer_offsets")
 	return cmd
 }
 
@@ -163,10 +166,13 @@ type partitionFilter struct{ underReplicated, underMinISR, unavailable bool }
 func (f partitionFilter) any() bool { return f.underReplicated || f.underMinISR || f.unavailable }
 
 // describeFiltered prints the partitions f selects, one line each.
-func describeFiltered(ctx context.Context, adm *kadm.Client, out io.Writer, names []string, f partitionFilter) error {
+func describeFiltered(ctx context.Context, adm *kadm.Client, out io.Writer, names []string, f partitionFilter, excludeInternal bool) error {
 	topics, err := adm.ListTopicsWithInternal(ctx, names...)
 	if err != nil {
 		return fmt.Errorf("describe topics: %w", err)
+	}
+	if excludeInternal {
+		topics.FilterInternal()
 	}
 	var errs []error
 	var found []string
@@ -202,10 +208,15 @@ func describeFiltered(ctx context.Context, adm *kadm.Client, out io.Writer, name
 
 // describeTopics prints every topic it can and reports the ones it could
 // not (unknown topics, config lookups that failed) in the returned error.
-func describeTopics(ctx context.Context, adm *kadm.Client, out io.Writer, names []string) error {
-	topics, err := adm.ListTopics(ctx, names...)
+// Internal topics are described too, as kafka-topics does, unless
+// excludeInternal.
+func describeTopics(ctx context.Context, adm *kadm.Client, out io.Writer, names []string, excludeInternal bool) error {
+	topics, err := adm.ListTopicsWithInternal(ctx, names...)
 	if err != nil {
 		return fmt.Errorf("describe topics: %w", err)
+	}
+	if excludeInternal {
+		topics.FilterInternal()
 	}
 	var errs []error
 	var found []string

@@ -7,6 +7,7 @@ package errcode
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -24,68 +25,98 @@ func Code(err error) int16 {
 	if err == nil {
 		return 0
 	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Code
-	}
-	for _, m := range table {
-		if errors.Is(err, m.err) {
-			return m.code.Code
-		}
+	if _, code, _ := cause(err); code != nil {
+		return code.Code
 	}
 	return kerr.UnknownServerError.Code
 }
 
+// cause is the error that decides err's code (a *kerr.Error, or a
+// sentinel of the table), the code, and whether the text after the cause
+// is the whole message for the client; nils if err wraps none.
+func cause(err error) (error, *kerr.Error, bool) {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke, ke, true
+	}
+	for _, m := range table {
+		if errors.Is(err, m.err) {
+			return m.err, m.code, m.detail
+		}
+	}
+	return nil, nil, false
+}
+
 // Message is the text for responses that carry one (nil for success).
+// For an error about what the request asked (a bad config, a topic that
+// does not exist: a *kerr.Error or a metadata sentinel), which reads
+// "operation on resource: sentinel: detail", it is the detail alone: the
+// client knows what it asked and the code names the sentinel, so a client
+// that prints "what failed: CODE: message" says each thing once. With no
+// detail there is no message (the code's description says it all). Any
+// other error is sent whole: what the broker was doing (which log, which
+// segment) is what an operator needs.
 func Message(err error) *string {
 	if err == nil {
 		return nil
 	}
 	s := err.Error()
+	if c, _, detail := cause(err); detail {
+		text := c.Error()
+		if i := strings.Index(s, text+": "); i >= 0 {
+			s = s[i+len(text)+2:]
+		} else if strings.HasSuffix(s, text) {
+			return nil
+		}
+	}
 	return &s
 }
 
+// detail marks the errors whose text after the sentinel is the message
+// (see Message): the metadata package's, which wrap their sentinel as
+// "sentinel: detail" and are about what a request asked for.
 var table = []struct {
-	err  error
-	code *kerr.Error
+	err    error
+	code   *kerr.Error
+	detail bool
 }{
-	{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
-	{storage.ErrMessageTooLarge, kerr.MessageTooLarge},
-	{storage.ErrRecordListTooLarge, kerr.RecordListTooLarge},
-	{storage.ErrInvalidTimestamp, kerr.InvalidTimestamp},
-	{storage.ErrStorage, kerr.KafkaStorageError},
-	{storage.ErrClosed, kerr.NotLeaderForPartition},
-	{recordbatch.ErrCorrupt, kerr.CorruptMessage},
-	{recordbatch.ErrInvalidRecord, kerr.InvalidRecord},
-	{replica.ErrNotLeader, kerr.NotLeaderForPartition},
-	{replica.ErrNotReplica, kerr.NotLeaderForPartition},
-	{replica.ErrRemoved, kerr.NotLeaderForPartition},
-	{replica.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
-	{replica.ErrNotEnoughAfter, kerr.NotEnoughReplicasAfterAppend},
-	{replica.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
-	{replica.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
-	{producerstate.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
-	{producerstate.ErrInvalidEpoch, kerr.InvalidProducerEpoch},
-	{metadata.ErrTopicExists, kerr.TopicAlreadyExists},
-	{metadata.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
-	{metadata.ErrUnknownTopicID, kerr.UnknownTopicID},
-	{metadata.ErrInvalidTopic, kerr.InvalidTopicException},
-	{metadata.ErrInvalidPartitions, kerr.InvalidPartitions},
-	{metadata.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
-	{metadata.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
-	{metadata.ErrInvalidConfig, kerr.InvalidConfig},
-	{metadata.ErrNotController, kerr.NotController},
-	{metadata.ErrStaleBrokerEpoch, kerr.StaleBrokerEpoch},
-	{metadata.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange, false},
+	{storage.ErrMessageTooLarge, kerr.MessageTooLarge, false},
+	{storage.ErrRecordListTooLarge, kerr.RecordListTooLarge, false},
+	{storage.ErrInvalidTimestamp, kerr.InvalidTimestamp, false},
+	{storage.ErrStorage, kerr.KafkaStorageError, false},
+	{storage.ErrClosed, kerr.NotLeaderForPartition, false},
+	{recordbatch.ErrCorrupt, kerr.CorruptMessage, false},
+	{recordbatch.ErrInvalidRecord, kerr.InvalidRecord, false},
+	{replica.ErrNotLeader, kerr.NotLeaderForPartition, false},
+	{replica.ErrNotReplica, kerr.NotLeaderForPartition, false},
+	{replica.ErrRemoved, kerr.NotLeaderForPartition, false},
+	{replica.ErrNotEnoughReplicas, kerr.NotEnoughReplicas, false},
+	{replica.ErrNotEnoughAfter, kerr.NotEnoughReplicasAfterAppend, false},
+	{replica.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch, false},
+	{replica.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch, false},
+	{producerstate.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber, false},
+	{producerstate.ErrInvalidEpoch, kerr.InvalidProducerEpoch, false},
+	{metadata.ErrTopicExists, kerr.TopicAlreadyExists, true},
+	{metadata.ErrUnknownTopic, kerr.UnknownTopicOrPartition, true},
+	{metadata.ErrUnknownTopicID, kerr.UnknownTopicID, true},
+	{metadata.ErrInvalidTopic, kerr.InvalidTopicException, true},
+	{metadata.ErrInvalidPartitions, kerr.InvalidPartitions, true},
+	{metadata.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor, true},
+	{metadata.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment, true},
+	{metadata.ErrInvalidConfig, kerr.InvalidConfig, true},
+	{metadata.ErrNotController, kerr.NotController, true},
+	{metadata.ErrStaleBrokerEpoch, kerr.StaleBrokerEpoch, true},
+	{metadata.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch, true},
 	// Kafka answers an AlterPartition from a broker that is not the
 	// partition's leader with INVALID_REQUEST.
-	{metadata.ErrNotPartitionLeader, kerr.InvalidRequest},
-	{metadata.ErrInvalidUpdateVersion, kerr.InvalidUpdateVersion},
-	{metadata.ErrIneligibleReplica, kerr.IneligibleReplica},
-	{metadata.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
-	{metadata.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
-	{metadata.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},
-	{metadata.ErrInvalidRequest, kerr.InvalidRequest},
-	{metadata.ErrPolicyViolation, kerr.PolicyViolation},
-	{context.DeadlineExceeded, kerr.RequestTimedOut},
+	{metadata.ErrNotPartitionLeader, kerr.InvalidRequest, true},
+	{metadata.ErrInvalidUpdateVersion, kerr.InvalidUpdateVersion, true},
+	{metadata.ErrIneligibleReplica, kerr.IneligibleReplica, true},
+	{metadata.ErrElectionNotNeeded, kerr.ElectionNotNeeded, true},
+	{metadata.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable, true},
+	{metadata.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable, true},
+	{metadata.ErrInvalidRequest, kerr.InvalidRequest, true},
+	{metadata.ErrPolicyViolation, kerr.PolicyViolation, true},
+	{context.DeadlineExceeded, kerr.RequestTimedOut, false},
 }

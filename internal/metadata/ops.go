@@ -186,7 +186,7 @@ func (c *Controller) DeleteTopic(ctx context.Context, name string) error {
 	}
 	t := c.Image().TopicByName(name)
 	if t == nil {
-		return fmt.Errorf("delete topic: %w: %q", ErrUnknownTopic, name)
+		return fmt.Errorf("delete topic: %w: topic %q does not exist", ErrUnknownTopic, name)
 	}
 	if _, err := c.propose(ctx, cmdDeleteTopic, deleteTopicCmd{Name: name, ID: t.ID}); err != nil {
 		return fmt.Errorf("delete topic %q: %w", name, err)
@@ -204,7 +204,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, total in
 	im := c.Image()
 	t := im.TopicByName(name)
 	if t == nil {
-		return fmt.Errorf("create partitions: %w: %q", ErrUnknownTopic, name)
+		return fmt.Errorf("create partitions: %w: topic %q does not exist", ErrUnknownTopic, name)
 	}
 	cur := len(t.Partitions)
 	if err := checkTotalPartitions(name, cur, int(total)); err != nil {
@@ -249,7 +249,7 @@ func (c *Controller) AlterTopicConfigs(ctx context.Context, name string, set map
 	}
 	t := c.Image().TopicByName(name)
 	if t == nil {
-		return fmt.Errorf("alter configs: %w: %q", ErrUnknownTopic, name)
+		return fmt.Errorf("alter configs: %w: topic %q does not exist", ErrUnknownTopic, name)
 	}
 	for k, v := range set {
 		if v == nil {

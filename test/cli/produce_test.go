@@ -191,11 +191,10 @@ func TestProduce(t *testing.T) {
 		if r.code == 0 || !strings.Contains(r.stderr, "line 2") {
 			t.Errorf("line without separator: exit %d, stderr %q", r.code, r.stderr)
 		}
-		// A failed record is reported with its line, then the summary line.
+		// A failed record is reported once, with its line, in the summary.
 		r = weir(t, "x\n", "produce", "bad name", bs)
 		want := []string{
-			"line 1: INVALID_TOPIC_EXCEPTION: The request attempted to perform an operation on an invalid topic.",
-			`weir: produce to "bad name": 1 of 1 records failed, first: INVALID_TOPIC_EXCEPTION: ` +
+			`weir: produce to "bad name": 1 of 1 records failed (line 1): INVALID_TOPIC_EXCEPTION: ` +
 				"The request attempted to perform an operation on an invalid topic.",
 		}
 		if r.code == 0 || !slices.Equal(lines(r.stderr), want) {
