@@ -24,7 +24,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Commands returns the client commands (topic, produce, consume, group, bench) for
+// Commands returns the client commands (topic, produce, consume, group,
+// records, bench) for
 // the root command to add next to serve.
 func Commands() []*cobra.Command {
 	return []*cobra.Command{
@@ -32,6 +33,7 @@ func Commands() []*cobra.Command {
 		newProduceCmd(),
 		newConsumeCmd(),
 		newGroupCmd(),
+		newRecordsCmd(),
 		newBenchCmd(),
 	}
 }
