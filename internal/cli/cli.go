@@ -25,14 +25,14 @@ import (
 )
 
 // Commands returns the client commands (topic, produce, consume, group,
-// records, bench) for
-// the root command to add next to serve.
+// config, records, bench) for the root command to add next to serve.
 func Commands() []*cobra.Command {
 	return []*cobra.Command{
 		newTopicCmd(),
 		newProduceCmd(),
 		newConsumeCmd(),
 		newGroupCmd(),
+		newConfigCmd(),
 		newRecordsCmd(),
 		newBenchCmd(),
 	}
