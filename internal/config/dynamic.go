@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 )
 
@@ -50,6 +51,9 @@ var dynamicBrokerKeys = func() map[string]bool {
 // IsDynamicBrokerKey reports whether key can be changed on a running
 // broker (DescribeConfigs shows it as not read-only).
 func IsDynamicBrokerKey(key string) bool { return dynamicBrokerKeys[key] }
+
+// DynamicBrokerKeys lists the keys IsDynamicBrokerKey accepts, sorted.
+func DynamicBrokerKeys() []string { return slices.Sorted(maps.Keys(dynamicBrokerKeys)) }
 
 // ValidateDynamicBrokerConfig checks one value set on a broker resource:
 // an unknown key wraps ErrUnknownConfig, a key that cannot change at
