@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-project/weir/internal/config"
 )
 
 func TestParseAddConfig(t *testing.T) {
@@ -104,5 +107,26 @@ func TestWriteConfigsMasksSensitive(t *testing.T) {
 	if len(doc.Configs) != 1 || doc.Configs[0].Name != "a.password" || doc.Configs[0].Value != nil || !doc.Configs[0].Sensitive ||
 		doc.EntityType != "brokers" || doc.EntityName != "1" {
 		t.Errorf("dynamic JSON = %+v", doc)
+	}
+}
+
+// TestConfigAlterHelpNamesTheDynamicKeys: the help of config alter lists
+// exactly the broker keys the broker accepts at runtime.
+func TestConfigAlterHelpNamesTheDynamicKeys(t *testing.T) {
+	long := newConfigAlterCmd(&clientFlags{}).Long
+	start := strings.Index(long, "Brokers take at runtime")
+	end := strings.Index(long, "A value set on one")
+	if start < 0 || end < start {
+		t.Fatalf("config alter help lost its list of dynamic keys:\n%s", long)
+	}
+	var listed []string
+	for _, w := range strings.FieldsFunc(long[start:end], func(r rune) bool { return r == ' ' || r == ',' || r == '\n' || r == ':' }) {
+		if w = strings.TrimSuffix(w, "."); strings.Contains(w, ".") {
+			listed = append(listed, w)
+		}
+	}
+	slices.Sort(listed)
+	if want := config.DynamicBrokerKeys(); !slices.Equal(listed, want) {
+		t.Errorf("config alter help lists %q,\nthe broker takes %q", listed, want)
 	}
 }
