@@ -22,24 +22,37 @@ func TestConfigBrokerAlterCluster(t *testing.T) {
 	t.Parallel()
 	c := harness.StartCluster(t, 3, "auto.create.topics.enable=false")
 	bs := "--bootstrap-server=" + strings.Join(c.Bootstrap(), ",")
+	// Every node serves, but may not be unfenced (listed in Metadata) yet.
+	// Ask directly: kadm's BrokerMetadata answers from the client's cache.
+	var md *kmsg.MetadataResponse
+	probe := c.Client()
+	harness.WaitFor(t, opTimeout, "all three brokers in the metadata", func() bool {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		var err error
+		md, err = req.RequestWith(harness.Ctx(t, opTimeout), probe)
+		return err == nil && len(md.Brokers) == 3 && md.ControllerID >= 0
+	})
+	// A client made now knows every broker, to send each its own requests.
 	adm := kadm.NewClient(c.Client())
-	md, err := adm.BrokerMetadata(harness.Ctx(t, opTimeout))
-	if err != nil {
-		t.Fatal(err)
+	var ids []int32
+	for _, br := range md.Brokers {
+		ids = append(ids, br.NodeID)
 	}
+	slices.Sort(ids)
 	// f is not the controller, so its alter is forwarded; other is any
 	// other broker.
 	var f, other int32 = -1, -1
-	for _, id := range md.Brokers.NodeIDs() {
+	for _, id := range ids {
 		switch {
-		case id != md.Controller && f < 0:
+		case id != md.ControllerID && f < 0:
 			f = id
 		case other < 0 && id != f:
 			other = id
 		}
 	}
 	if f < 0 || other < 0 {
-		t.Fatalf("brokers %v, controller %d", md.Brokers.NodeIDs(), md.Controller)
+		t.Fatalf("brokers %v, controller %d", ids, md.ControllerID)
 	}
 
 	// A topic with one partition on each: partition 0 on f, 1 on other.
@@ -106,7 +119,7 @@ func TestConfigBrokerAlterCluster(t *testing.T) {
 	}
 
 	ok(t, "", "config", "alter", "--broker-defaults", "--add-config", "message.max.bytes=6000", bs)
-	for _, id := range md.Brokers.NodeIDs() {
+	for _, id := range ids {
 		want := "6000"
 		if id == f {
 			want = "5000" // its own value wins
