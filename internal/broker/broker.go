@@ -115,6 +115,8 @@ type Broker struct {
 	producerIDs *txn.ProducerIDs
 	// groups is the consumer group coordinator (groups.go).
 	groups *group.Coordinator
+	// dynamic is the effective configuration (dynconfig.go).
+	dynamic dynamicConfig
 
 	reconcileMu sync.Mutex
 	lastImage   *metadata.Image
@@ -251,6 +253,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Logger:                   logger,
 		ValidateTopicName:        config.ValidateTopicName,
 		ValidateTopicConfig:      config.ValidateTopicConfig,
+		ValidateBrokerConfig:     validateBrokerConfig,
 		DefaultPartitions:        opts.DefaultPartitions,
 		DefaultReplicationFactor: opts.DefaultReplication,
 		Limits: metadata.PartitionLimits{

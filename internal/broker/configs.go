@@ -46,14 +46,15 @@ func retentionIf(deletes bool, v int64) int64 {
 	return v
 }
 
-// logConfig resolves a topic's overrides over the broker defaults.
+// logConfig resolves a topic's overrides over the broker defaults (the
+// dynamic ones included).
 func (b *Broker) logConfig(t *metadata.Topic) (storage.Config, int) {
-	tc := b.opts.Config.ResolveTopic(t.Configs)
+	tc := b.config().ResolveTopic(t.Configs)
 	return LogConfig(tc), int(tc.MinInsyncReplicas)
 }
 
 func (b *Broker) topicConfigEntries(overrides map[string]string) []config.Entry {
-	return b.opts.Config.TopicEntries(overrides)
+	return b.config().TopicEntries(overrides)
 }
 
 // msgDuplicateResource is Kafka's answer (INVALID_REQUEST) to a config
@@ -66,8 +67,9 @@ type configResource struct {
 	name string
 }
 
-// handleDescribeConfigs lists topic configs (overrides and defaults) and
-// the broker's static configuration.
+// handleDescribeConfigs lists topic configs (overrides and defaults), this
+// broker's configuration, and (resource "") the cluster-wide dynamic
+// defaults, which is all Kafka shows for that resource.
 //
 // Every copy of a resource named more than once is answered
 // INVALID_REQUEST "Each resource must appear at most once.", Kafka's rule
@@ -98,10 +100,13 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, req *kmsg.DescribeCo
 				entries = b.topicConfigEntries(t.Configs)
 			}
 		case kmsg.ConfigResourceTypeBroker:
-			if err := b.checkBrokerResource(rr.ResourceName); err != nil {
+			switch err := b.checkBrokerResource(rr.ResourceName); {
+			case err != nil:
 				sr.ErrorCode, sr.ErrorMessage = kerr.InvalidRequest.Code, errorMessage(err)
-			} else {
-				entries = b.opts.Config.Entries()
+			case rr.ResourceName == metadata.ClusterDefaultResource:
+				entries = b.config().DefaultEntries()
+			default:
+				entries = b.config().Entries()
 			}
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
@@ -155,9 +160,6 @@ func (b *Broker) checkBrokerResource(name string) error {
 	}
 	return fmt.Errorf("broker %q is not this broker (%d)", name, b.nodeID)
 }
-
-// errBrokerReadOnly: broker configs are static (server.properties).
-var errBrokerReadOnly = fmt.Errorf("%w: broker configs are read-only in weir; set them in server.properties or with --override", metadata.ErrInvalidConfig)
 
 // handleAlterConfigs replaces a topic's overrides with the given set.
 //
@@ -246,6 +248,11 @@ func (b *Broker) incrementalSet(img *metadata.Image, rr kmsg.IncrementalAlterCon
 		case kmsg.IncrementalAlterConfigOpDelete:
 			set[c.Name] = nil
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+				// The current value of another broker's list is not
+				// known here (its static part is in its own file).
+				return nil, fmt.Errorf("%w: %s on %q: broker configs can only be set or deleted", kerr.InvalidRequest, c.Op, c.Name)
+			}
 			typ, ok := config.TopicConfigType(c.Name)
 			if !ok || kmsg.ConfigType(typ) != kmsg.ConfigTypeList {
 				return nil, fmt.Errorf("%w: %s on %q: only list configs can be appended to or subtracted from", metadata.ErrInvalidConfig, c.Op, c.Name)
@@ -272,7 +279,7 @@ func (b *Broker) effectiveTopicValue(overrides map[string]string, key string) st
 	if v, ok := overrides[key]; ok {
 		return v
 	}
-	return b.opts.Config.TopicDefaults()[key]
+	return b.config().TopicDefaults()[key]
 }
 
 func (b *Broker) alterResource(ctx context.Context, typ kmsg.ConfigResourceType, name string, set map[string]*string, replaceAll, validateOnly bool) error {
@@ -288,10 +295,15 @@ func (b *Broker) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 		}
 		return nil
 	case kmsg.ConfigResourceTypeBroker:
-		if err := b.checkBrokerResource(name); err != nil {
-			return fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
+		// The controller checks the resource (any registered broker: a
+		// broker forwards its own alters here) and every value.
+		if err := b.meta.AlterBrokerConfigs(ctx, name, set, replaceAll, validateOnly); err != nil {
+			return err
 		}
-		return errBrokerReadOnly
+		if !validateOnly {
+			b.reconcile()
+		}
+		return nil
 	default:
 		return fmt.Errorf("%w: resource type %v is not supported", kerr.InvalidRequest, typ)
 	}

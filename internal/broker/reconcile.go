@@ -114,6 +114,11 @@ func (b *Broker) reconcile() map[storage.TopicPartition]error {
 	} else {
 		d := metadata.DiffTopics(b.lastImage, img)
 		examine, removed = append(d.Added, d.Changed...), d.Removed
+		if metadata.BrokerConfigsChanged(b.lastImage, img, b.nodeID) {
+			// New broker-wide topic defaults: every topic may resolve
+			// differently now.
+			examine = img.TopicsWithPending()
+		}
 		seen := map[string]bool{}
 		for _, t := range examine {
 			seen[t.Name] = true

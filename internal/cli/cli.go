@@ -24,14 +24,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Commands returns the client commands (topic, produce, consume, group, bench) for
-// the root command to add next to serve.
+// Commands returns the client commands (topic, produce, consume, group,
+// config, records, bench) for the root command to add next to serve.
 func Commands() []*cobra.Command {
 	return []*cobra.Command{
 		newTopicCmd(),
 		newProduceCmd(),
 		newConsumeCmd(),
 		newGroupCmd(),
+		newConfigCmd(),
+		newRecordsCmd(),
 		newBenchCmd(),
 	}
 }

@@ -58,7 +58,13 @@ func (c *clientFlags) checkTopic(ctx context.Context, cl *kgo.Client, what, topi
 func (c *clientFlags) lookupTopic(ctx context.Context, cl *kgo.Client, topic string) (kadm.TopicDetail, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.requestTimeout)
 	defer cancel()
-	topics, err := kadm.NewClient(cl).ListTopicsWithInternal(ctx, topic)
+	return describeTopic(ctx, kadm.NewClient(cl), topic)
+}
+
+// describeTopic is the cluster's description of topic by Metadata (which
+// creates nothing); a missing topic is UNKNOWN_TOPIC_OR_PARTITION.
+func describeTopic(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicDetail, error) {
+	topics, err := adm.ListTopicsWithInternal(ctx, topic)
 	if err != nil {
 		return kadm.TopicDetail{}, fmt.Errorf("look up the topic: %w", err)
 	}

@@ -31,6 +31,8 @@ func newTopicCmd() *cobra.Command {
 		newTopicDescribeCmd(cf),
 		newTopicDeleteCmd(cf),
 		newTopicAlterConfigCmd(cf),
+		newTopicAlterCmd(cf),
+		newTopicOffsetsCmd(cf),
 	)
 	return cmd
 }
@@ -154,6 +156,7 @@ Internal topics (__consumer_offsets) are included unless --exclude-internal.`,
 	}
 	cmd.Flags().BoolVar(&f.underReplicated, "under-replicated-partitions", false, "only partitions with fewer in-sync replicas than replicas")
 	cmd.Flags().BoolVar(&f.underMinISR, "under-min-isr-partitions", false, "only partitions with fewer in-sync replicas than min.insync.replicas")
+	cmd.Flags().BoolVar(&f.atMinISR, "at-min-isr-partitions", false, "only partitions with exactly min.insync.replicas in-sync replicas")
 	cmd.Flags().BoolVar(&f.unavailable, "unavailable-partitions", false, "only partitions without a leader")
 	cmd.Flags().BoolVar(&excludeInternal, "exclude-internal", false, "leave out internal topics such as __consumer_offsets")
 	return cmd
@@ -161,9 +164,11 @@ Internal topics (__consumer_offsets) are included unless --exclude-internal.`,
 
 // partitionFilter is kafka-topics' --describe filters; several select
 // the partitions any of them selects.
-type partitionFilter struct{ underReplicated, underMinISR, unavailable bool }
+type partitionFilter struct{ underReplicated, underMinISR, atMinISR, unavailable bool }
 
-func (f partitionFilter) any() bool { return f.underReplicated || f.underMinISR || f.unavailable }
+func (f partitionFilter) any() bool {
+	return f.underReplicated || f.underMinISR || f.atMinISR || f.unavailable
+}
 
 // describeFiltered prints the partitions f selects, one line each.
 func describeFiltered(ctx context.Context, adm *kadm.Client, out io.Writer, names []string, f partitionFilter, excludeInternal bool) error {
@@ -184,7 +189,7 @@ func describeFiltered(ctx context.Context, adm *kadm.Client, out io.Writer, name
 		found = append(found, d.Topic)
 	}
 	minISR := map[string]int{}
-	if f.underMinISR {
+	if f.underMinISR || f.atMinISR {
 		if minISR, err = minISRs(ctx, adm, found); err != nil {
 			return err
 		}
@@ -193,6 +198,7 @@ func describeFiltered(ctx context.Context, adm *kadm.Client, out io.Writer, name
 		for _, p := range topics[name].Partitions.Sorted() {
 			sel := (f.underReplicated && len(p.ISR) < len(p.Replicas)) ||
 				(f.underMinISR && len(p.ISR) < minISR[name]) ||
+				(f.atMinISR && len(p.ISR) == minISR[name]) ||
 				(f.unavailable && p.Leader < 0)
 			if !sel {
 				continue

@@ -130,6 +130,11 @@ type Broker struct {
 	logFlushIntervalMs  *int64
 
 	explicit map[string]string // key -> raw value as given (file or override)
+
+	// Set by WithDynamic (dynamic.go): the static configuration this one
+	// derives from, and the dynamic values applied over it.
+	static                *Broker
+	dynDefault, dynBroker map[string]string
 }
 
 // Load reads a server.properties file (path may be "" for none), applies

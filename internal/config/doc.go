@@ -29,11 +29,21 @@
 //	b.TopicEntries(overrides)                // DescribeConfigs on a TOPIC resource
 //	b.TopicDefaults()                        // key -> default value
 //
+// Dynamic broker configuration (dynamic.go): the broker-wide defaults of
+// topic configs may be changed at runtime, for one broker or cluster-wide;
+// the broker keeps them in the metadata log and applies them with
+//
+//	config.ValidateDynamicBrokerConfig(key, value) // ErrUnknownConfig, ErrNotDynamic or ErrInvalidConfig
+//	eff, err := b.WithDynamic(clusterDefaults, perBroker) // effective configuration
+//	eff.Entries(), eff.TopicEntries(overrides), eff.DefaultEntries()
+//
 // Source and Type carry Kafka's numbering (kmsg.ConfigSource and
-// kmsg.ConfigType), so the broker converts them with a cast. weir has no
-// dynamic broker configuration: every broker entry is read-only and comes
-// from the file/overrides (STATIC_BROKER_CONFIG) or the default
-// (DEFAULT_CONFIG); topic overrides are DYNAMIC_TOPIC_CONFIG.
+// kmsg.ConfigType), so the broker converts them with a cast: a broker
+// value comes from this broker's dynamic configs (DYNAMIC_BROKER_CONFIG),
+// the cluster-wide ones (DYNAMIC_DEFAULT_BROKER_CONFIG), the file or
+// overrides (STATIC_BROKER_CONFIG) or the default (DEFAULT_CONFIG); topic
+// overrides are DYNAMIC_TOPIC_CONFIG. Broker keys that cannot change at
+// runtime are read-only.
 //
 // config/server.properties at the repository root documents every broker
 // key with its default; a test keeps it in step with this package.

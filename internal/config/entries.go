@@ -1,13 +1,15 @@
 package config
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // Source says where a value comes from, numbered as Kafka's ConfigSource
 // in DescribeConfigs v1+ (kmsg.ConfigSource), so the broker can cast it.
 type Source int8
 
-// Kafka's ConfigSource values. weir has no dynamic broker configs, so it
-// uses only DynamicTopicConfig, StaticBrokerConfig and DefaultConfig.
+// Kafka's ConfigSource values.
 const (
 	SourceUnknown                    Source = 0
 	SourceDynamicTopicConfig         Source = 1
@@ -23,7 +25,7 @@ type Entry struct {
 	Value     string
 	Null      bool // no value: send a null string (Value is "")
 	Source    Source
-	ReadOnly  bool // true for every broker key: nothing is dynamic in weir
+	ReadOnly  bool // a broker key that cannot change at runtime (IsDynamicBrokerKey)
 	Sensitive bool // never true today: weir has no passwords
 	Type      Type
 	Doc       string
@@ -41,9 +43,11 @@ type Synonym struct {
 	Source Source
 }
 
-// Entries lists every broker key with its current value, sorted by name:
-// STATIC_BROKER_CONFIG when given in the file or an override, else
-// DEFAULT_CONFIG. Keys that only refine a synonym and were not given
+// Entries lists every broker key with its current value, sorted by name,
+// and where the value comes from: DYNAMIC_BROKER_CONFIG when set on this
+// broker at runtime, DYNAMIC_DEFAULT_BROKER_CONFIG when set cluster-wide
+// at runtime, STATIC_BROKER_CONFIG when given in the file or an override,
+// else DEFAULT_CONFIG. Keys that only refine a synonym and were not given
 // (log.retention.ms, log.roll.ms, ...) are null, as in Kafka; derived
 // lists (advertised.listeners, controller.quorum.voters, log.dirs) show
 // their effective value.
@@ -53,14 +57,11 @@ func (b *Broker) Entries() []Entry {
 		value, ok := k.get(b)
 		e := Entry{
 			Name: k.name, Value: value, Null: !ok, Source: SourceDefaultConfig,
-			ReadOnly: true, Type: k.typ, Doc: k.doc,
+			ReadOnly: !dynamicBrokerKeys[k.name], Type: k.typ, Doc: k.doc,
+			Synonyms: b.keySynonyms(k),
 		}
-		if b.IsSet(k.name) {
-			e.Source = SourceStaticBrokerConfig
-			e.Synonyms = append(e.Synonyms, Synonym{Name: k.name, Value: value, Null: !ok, Source: SourceStaticBrokerConfig})
-		}
-		if !k.null {
-			e.Synonyms = append(e.Synonyms, Synonym{Name: k.name, Value: k.def, Source: SourceDefaultConfig})
+		if len(e.Synonyms) > 0 {
+			e.Source = e.Synonyms[0].Source
 		}
 		out = append(out, e)
 	}
@@ -68,18 +69,29 @@ func (b *Broker) Entries() []Entry {
 	return out
 }
 
-// brokerSynonyms lists the broker keys behind a topic key: those given
-// explicitly (with their values), and separately their defaults.
-func (b *Broker) brokerSynonyms(keys []string) (set, defaults []Synonym) {
+// brokerSynonyms lists the broker keys behind a topic key with their
+// values, level by level (dynamic on this broker, dynamic cluster-wide,
+// static, default), each level in the keys' order of precedence.
+func (b *Broker) brokerSynonyms(keys []string) []Synonym {
+	var levels [4][]Synonym
 	for _, name := range keys {
-		k := brokerKeys[brokerKeyIndex[name]]
-		if b.IsSet(name) {
-			v, ok := k.get(b)
-			set = append(set, Synonym{Name: name, Value: v, Null: !ok, Source: SourceStaticBrokerConfig})
-		}
-		if !k.null {
-			defaults = append(defaults, Synonym{Name: name, Value: k.def, Source: SourceDefaultConfig})
+		for _, s := range b.keySynonyms(brokerKeys[brokerKeyIndex[name]]) {
+			i := brokerLevel(s.Source)
+			levels[i] = append(levels[i], s)
 		}
 	}
-	return set, defaults
+	return slices.Concat(levels[:]...)
+}
+
+// brokerLevel ranks the sources of a broker value, most preferred first.
+func brokerLevel(s Source) int {
+	switch s {
+	case SourceDynamicBrokerConfig:
+		return 0
+	case SourceDynamicDefaultBrokerConfig:
+		return 1
+	case SourceStaticBrokerConfig:
+		return 2
+	}
+	return 3
 }

@@ -251,21 +251,23 @@ func (b *Broker) ResolveTopic(overrides map[string]string) TopicConfig {
 }
 
 // TopicEntries lists every per-topic key of a topic for DescribeConfigs,
-// sorted by name: DYNAMIC_TOPIC_CONFIG for a (valid) override, else
-// STATIC_BROKER_CONFIG when a broker synonym was set, else DEFAULT_CONFIG.
+// sorted by name: DYNAMIC_TOPIC_CONFIG for a (valid) override, else the
+// source of the most preferred broker synonym (DYNAMIC_BROKER_CONFIG,
+// DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG), else
+// DEFAULT_CONFIG.
 func (b *Broker) TopicEntries(overrides map[string]string) []Entry {
 	tc := b.ResolveTopic(overrides)
 	out := make([]Entry, 0, len(topicKeys))
 	for _, k := range topicKeys {
 		e := Entry{Name: k.name, Value: k.get(&tc), Type: k.typ, Doc: k.doc, Source: SourceDefaultConfig}
-		set, defaults := b.brokerSynonyms(k.brokerKeys)
+		syn := b.brokerSynonyms(k.brokerKeys)
 		if raw, ok := overrides[k.name]; ok && ValidateTopicConfig(k.name, raw) == nil {
 			e.Source = SourceDynamicTopicConfig
 			e.Synonyms = append(e.Synonyms, Synonym{Name: k.name, Value: e.Value, Source: SourceDynamicTopicConfig})
-		} else if len(set) > 0 {
-			e.Source = SourceStaticBrokerConfig
+		} else if len(syn) > 0 {
+			e.Source = syn[0].Source
 		}
-		e.Synonyms = append(append(e.Synonyms, set...), defaults...)
+		e.Synonyms = append(e.Synonyms, syn...)
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

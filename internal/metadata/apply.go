@@ -52,6 +52,8 @@ func applyCommand(im *Image, index uint64, data []byte) (*Image, applyResult) {
 		res.err = applyCreatePartitions(next, c)
 	case *alterConfigsCmd:
 		res.err = applyAlterConfigs(next, c)
+	case *alterBrokerConfigsCmd:
+		res.err = applyAlterBrokerConfigs(next, c)
 	case *allocateProducerIDsCmd:
 		res.firstProducerID, res.err = applyAllocateProducerIDs(next, c)
 	case *topicRefCmd:

@@ -127,6 +127,8 @@ func decodeCommand(b []byte) (cmdType, any, error) {
 		payload = &createPartitionsCmd{}
 	case cmdAlterConfigs:
 		payload = &alterConfigsCmd{}
+	case cmdAlterBrokerConfigs:
+		payload = &alterBrokerConfigsCmd{}
 	case cmdAllocateProducerIDs:
 		payload = &allocateProducerIDsCmd{}
 	case cmdActivateTopic, cmdAbortTopic:

@@ -53,6 +53,11 @@ type Config struct {
 	// key" respectively.
 	ValidateTopicName   func(name string) error
 	ValidateTopicConfig func(key, value string) error
+	// ValidateBrokerConfig checks a value set on a broker resource
+	// (AlterBrokerConfigs); its error should wrap ErrInvalidConfig, or
+	// ErrInvalidRequest for a key that cannot be changed at runtime. Nil
+	// refuses every key: nothing is dynamic unless the broker says so.
+	ValidateBrokerConfig func(key, value string) error
 
 	// UncleanLeaderElectionEnable is the broker default of
 	// unclean.leader.election.enable (Kafka: false): where it (or the
@@ -97,6 +102,11 @@ func (cfg *Config) setDefaults() {
 	}
 	if cfg.ValidateTopicConfig == nil {
 		cfg.ValidateTopicConfig = defaultValidateTopicConfig
+	}
+	if cfg.ValidateBrokerConfig == nil {
+		cfg.ValidateBrokerConfig = func(key, _ string) error {
+			return fmt.Errorf("%w: Cannot update these configs dynamically: [%s]", ErrInvalidRequest, key)
+		}
 	}
 	if cfg.DefaultPartitions <= 0 {
 		cfg.DefaultPartitions = 1

@@ -1,5 +1,6 @@
 // Package metadata keeps the cluster metadata (brokers, topics, partition
-// assignment, leaders, epochs, ISR, configs, producer id blocks) in a Raft
+// assignment, leaders, epochs, ISR, topic configs, dynamic broker configs,
+// producer id blocks) in a Raft
 // replicated state machine on hashicorp/raft, and offers the controller
 // operations that change it, in the manner of Kafka's KRaft controller. A
 // single node is a Raft cluster of one voter; broker-only nodes join as
@@ -8,7 +9,7 @@
 // Readers take an immutable *Image (Controller.Image) and wait for the next
 // one with Controller.Changes; only the Raft leader accepts changes. A
 // broker follows changes by diff (DiffTopics, ChangedPartitions,
-// DiffBrokers).
+// DiffBrokers, BrokerConfigsChanged).
 //
 // # The state machine
 //

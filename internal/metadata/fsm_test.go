@@ -143,7 +143,11 @@ func TestDecodeSnapshotRejectsBrokenInvariants(t *testing.T) {
 	cases := map[string]string{
 		"garbage":         `{{`,
 		"version 0":       `{"version":0}`,
-		"version 3":       `{"version":3}`,
+		"version 4":       `{"version":4}`,
+		"bad resource":    `{"version":3,"brokerConfigs":{"01":{"a":"b"}}}`,
+		"neg resource":    `{"version":3,"brokerConfigs":{"-1":{"a":"b"}}}`,
+		"empty configs":   `{"version":3,"brokerConfigs":{"1":{}}}`,
+		"empty key":       `{"version":3,"brokerConfigs":{"":{"":"b"}}}`,
 		"negative epoch":  `{"version":2,"brokers":[{"id":1,"epoch":-1}]}`,
 		"empty isr":       `{"version":2,"topics":[{"name":"a","id":[1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"partitions":[{"partition":0,"leader":1,"replicas":[1],"isr":[]}]}]}`,
 		"isr not replica": `{"version":2,"topics":[{"name":"a","id":[1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"partitions":[{"partition":0,"leader":1,"replicas":[1],"isr":[1,2]}]}]}`,

@@ -30,6 +30,9 @@ func FuzzApplyCommand(f *testing.F) {
 		{cmdDeleteTopic, deleteTopicCmd{Name: "t"}},
 		{cmdCreatePartitions, createPartitionsCmd{Name: "t", Total: 3, Assignments: [][]int32{{2, 1}}}},
 		{cmdAlterConfigs, alterConfigsCmd{Name: "t", Set: map[string]*string{"a": strp("1"), "b": nil}, ReplaceAll: true}},
+		{cmdAlterBrokerConfigs, alterBrokerConfigsCmd{Resource: "", Set: map[string]*string{"log.retention.ms": strp("1"), "b": nil}}},
+		{cmdAlterBrokerConfigs, alterBrokerConfigsCmd{Resource: "2", Set: map[string]*string{"a": strp("1")}, ReplaceAll: true}},
+		{cmdAlterBrokerConfigs, alterBrokerConfigsCmd{Resource: "x", Set: map[string]*string{"a": strp("1")}}},
 		{cmdAllocateProducerIDs, allocateProducerIDsCmd{N: 1000}},
 		{cmdCreateTopic, createTopicCmd{Name: "new", ID: [16]byte{7}, Assignments: [][]int32{{1}}, Pending: true,
 			Limits: &PartitionLimits{MaxBrokerPartitions: 3, MaxPartitions: 4}}},
@@ -90,6 +93,7 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	}
 	f.Add(buf.Bytes())
 	f.Add([]byte(`{"version":1}`))
+	f.Add([]byte(`{"version":3,"brokerConfigs":{"":{"log.retention.ms":"1"},"2":{"a":"b"}}}`))
 	f.Add([]byte(oldSnapshot))
 	f.Add([]byte(`{"version":2,"brokers":[{"id":1,"incarnation":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16],"epoch":12,"fenced":true,"inControlledShutdown":true}],"topics":[{"name":"a","id":[1],"partitions":[{"partition":0,"leader":-1,"leaderEpoch":3,"replicas":[1,2],"isr":[1],"partitionEpoch":5,"leaderRecoveryState":1}]}]}`))
 	f.Add([]byte(`{"version":1,"topics":[{"name":"a","id":[1],"partitions":[{"partition":0,"replicas":[1]}]}]}`))

@@ -94,6 +94,9 @@ type Image struct {
 	topics         map[string]*Topic
 	topicsByID     map[[16]byte]*Topic
 	nextProducerID int64
+	// brokerConfigs holds the dynamic broker configs by resource ("" the
+	// cluster default, "N" broker N; broker_configs.go).
+	brokerConfigs map[string]map[string]string
 }
 
 func emptyImage() *Image {
@@ -101,6 +104,8 @@ func emptyImage() *Image {
 		brokers:    map[int32]*Broker{},
 		topics:     map[string]*Topic{},
 		topicsByID: map[[16]byte]*Topic{},
+
+		brokerConfigs: map[string]map[string]string{},
 	}
 }
 
@@ -114,6 +119,7 @@ func (im *Image) clone() *Image {
 		topics:         maps.Clone(im.topics),
 		topicsByID:     maps.Clone(im.topicsByID),
 		nextProducerID: im.nextProducerID,
+		brokerConfigs:  maps.Clone(im.brokerConfigs),
 	}
 }
 

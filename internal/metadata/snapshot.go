@@ -9,11 +9,13 @@ import (
 
 // snapshotVersion is bumped when the snapshot layout changes. Version 2
 // added the broker lifecycle (incarnation, epoch, fenced, controlled
-// shutdown) and the partitions' leader recovery state. Version 1 snapshots
+// shutdown) and the partitions' leader recovery state; version 3 the
+// dynamic broker configs, so that a binary that does not know them refuses
+// the snapshot rather than silently drop them. Version 1 snapshots
 // still load: their brokers become legacy registrations (epoch 0,
 // unfenced), exactly what replaying the log they summarise gives, so a node
 // restored from one agrees with a node that replays.
-const snapshotVersion = 2
+const snapshotVersion = 3
 
 // oldestSnapshotVersion is the oldest version decodeSnapshot reads.
 const oldestSnapshotVersion = 1
@@ -26,6 +28,8 @@ type snapshotFile struct {
 	NextProducerID int64    `json:"nextProducerId"`
 	Brokers        []Broker `json:"brokers"`
 	Topics         []*Topic `json:"topics"`
+	// BrokerConfigs: dynamic broker configs by resource (version 3+).
+	BrokerConfigs map[string]map[string]string `json:"brokerConfigs,omitempty"`
 }
 
 func encodeSnapshot(w io.Writer, im *Image) error {
@@ -35,6 +39,7 @@ func encodeSnapshot(w io.Writer, im *Image) error {
 		ClusterID:      im.clusterID,
 		NextProducerID: im.nextProducerID,
 		Brokers:        im.Brokers(),
+		BrokerConfigs:  im.brokerConfigs,
 	}
 	// Pending topics too: a new leader must find them to finish or
 	// abort their creation.
@@ -79,6 +84,12 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 			return nil, fmt.Errorf("read metadata snapshot: %w", err)
 		}
 		im.putTopic(t)
+	}
+	if err := checkSnapshotBrokerConfigs(s.BrokerConfigs); err != nil {
+		return nil, fmt.Errorf("read metadata snapshot: %w", err)
+	}
+	for r, kvs := range s.BrokerConfigs {
+		im.putBrokerConfigs(r, kvs)
 	}
 	return im, nil
 }

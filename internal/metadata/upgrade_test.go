@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -86,13 +87,13 @@ func TestOldLogAndOldSnapshotAgree(t *testing.T) {
 	if a, b := stateBytes(t, replayed), stateBytes(t, restored); !bytes.Equal(a, b) {
 		t.Fatalf("replayed and restored states differ:\n%s\n%s", a, b)
 	}
-	// Written again, it is a version 2 snapshot that reads back the same.
+	// Written again, it is a current-version snapshot that reads back the same.
 	again, err := decodeSnapshot(bytes.NewReader(stateBytes(t, restored)))
 	if err != nil || !bytes.Equal(stateBytes(t, again), stateBytes(t, restored)) {
-		t.Fatalf("version 2 round trip: %v", err)
+		t.Fatalf("version %d round trip: %v", snapshotVersion, err)
 	}
-	if !bytes.Contains(stateBytes(t, again), []byte(`"version":2`)) {
-		t.Fatal("snapshot not written as version 2")
+	if !bytes.Contains(stateBytes(t, again), []byte(fmt.Sprintf(`"version":%d`, snapshotVersion))) {
+		t.Fatalf("snapshot not written as version %d", snapshotVersion)
 	}
 }
 
@@ -167,9 +168,9 @@ func TestUpgradeFromOldRaftLog(t *testing.T) {
 	if err := c.raft.Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
-	c = reopen(t, c) // from the version 2 snapshot
+	c = reopen(t, c) // from a current-version snapshot
 	if got := stateBytes(t, c.Image()); !bytes.Equal(got, want) {
-		t.Fatalf("state after reopening from a version 2 snapshot differs:\n%s\n%s", got, want)
+		t.Fatalf("state after reopening from a current-version snapshot differs:\n%s\n%s", got, want)
 	}
 }
 

@@ -224,25 +224,13 @@ func silentListener(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// closedPort is a loopback address nobody listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // TestUnreachableBroker: without a broker every command fails with one
 // readable line, and a broker that never answers is given up on within
 // --connect-timeout, not --request-timeout and not never. (TestNoBroker
 // covers the client commands.)
 func TestUnreachableBroker(t *testing.T) {
 	t.Parallel()
-	refused := "--bootstrap-server=" + closedPort(t)
+	refused := "--bootstrap-server=" + refusedAddr(t)
 	failsWith(t, "", []string{"topic", "list", refused, "--request-timeout=5s"}, "no broker reachable", "refused")
 	failsWith(t, "", []string{"topic", "create", "x", refused, "--request-timeout=5s"}, "no broker reachable", "refused")
 

@@ -136,8 +136,18 @@ func TestAdminConfigs(t *testing.T) {
 		t.Errorf("alter configs of an unknown topic: %v, want UNKNOWN_TOPIC_OR_PARTITION", err)
 	}
 
-	// Broker configs are listed (read-only), with the static override.
+	// The broker's configs are listed, with the static override. The
+	// cluster-wide resource ("") holds only values set on it at runtime,
+	// as in Kafka: none here.
 	brcs, err := adm.DescribeBrokerConfigs(ctx)
+	if err != nil || len(brcs) != 1 || brcs[0].Err != nil || len(brcs[0].Configs) != 0 {
+		t.Fatalf("describe the cluster-wide broker configs: %v %+v, want none", err, brcs)
+	}
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil || len(md.Brokers) != 1 {
+		t.Fatalf("metadata: %v %+v", err, md.Brokers)
+	}
+	brcs, err = adm.DescribeBrokerConfigs(ctx, md.Brokers[0].NodeID)
 	if err != nil || len(brcs) != 1 || brcs[0].Err != nil {
 		t.Fatalf("describe broker configs: %v %+v", err, brcs)
 	}
