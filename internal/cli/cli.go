@@ -27,13 +27,15 @@ import (
 // Commands returns the client commands (topic, produce, consume, group, bench) for
 // the root command to add next to serve.
 func Commands() []*cobra.Command {
-	return []*cobra.Command{
+	cmds := []*cobra.Command{
 		newTopicCmd(),
 		newProduceCmd(),
 		newConsumeCmd(),
 		newGroupCmd(),
 		newBenchCmd(),
 	}
+	addCompletions(cmds)
+	return cmds
 }
 
 // Defaults shared by every command.
