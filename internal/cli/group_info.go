@@ -79,14 +79,16 @@ func (g groupInfo) rebalancing() bool {
 func describeGroups(ctx context.Context, adm *kadm.Client, groups []string) (map[string]groupInfo, []string, error) {
 	out := map[string]groupInfo{}
 	var missing []string
-	var errs []error
-	consumer, err := adm.DescribeConsumerGroups(ctx, groups...)
-	if err != nil && !errors.Is(err, kerr.UnsupportedVersion) && !errors.Is(err, kerr.GroupIDNotFound) {
-		if consumer == nil {
-			return nil, nil, fmt.Errorf("describe groups: %w", err)
-		}
-		errs = append(errs, fmt.Errorf("describe groups: %w", err))
+	if len(groups) == 0 {
+		// kadm would describe every group of the cluster.
+		return out, nil, nil
 	}
+	var errs []error
+	// A failed ConsumerGroupDescribe (a broker before Kafka 3.7 has none,
+	// franz-go then fails the request) leaves every group to
+	// DescribeGroups, which reports a failure that is not about the
+	// protocol, such as an unreachable coordinator, itself.
+	consumer, _ := adm.DescribeConsumerGroups(ctx, groups...)
 	var classic []string
 	for _, g := range groups {
 		d, ok := consumer[g]

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,4 +169,51 @@ func checkFields(t *testing.T, out string, want [][]string) {
 			t.Errorf("line %d: %q, want %q", i, got, w)
 		}
 	}
+}
+
+func TestReadResetPlan(t *testing.T) {
+	dir := t.TempDir()
+	write := func(s string) string {
+		p := filepath.Join(dir, "plan.csv")
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	plan, err := readResetPlan(write("t,1,5\nt,0,3\n\nu,0,9\n"), []string{"g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []resetRow{{"g", "t", 0, 3}, {"g", "t", 1, 5}, {"g", "u", 0, 9}}
+	if !slices.Equal(plan["g"], want) {
+		t.Errorf("plan %v, want %v", plan, want)
+	}
+	plan, err = readResetPlan(write("g1,t,0,1\ng2,t,0,2\nother,t,0,3\n"), []string{"g1", "g2"})
+	if err != nil || len(plan) != 2 || plan["g2"][0].NewOffset != 2 {
+		t.Errorf("plan %v, %v", plan, err)
+	}
+	for _, bad := range []string{"t,0\n", "t,x,1\n", "t,0,x\n", ",0,1\n", "t,-1,1\n", "a,b,c,d,e\n"} {
+		if _, err := readResetPlan(write(bad), []string{"g"}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if _, err := readResetPlan(write("t,0,1\n"), []string{"g1", "g2"}); err == nil {
+		t.Error("a plan without groups accepted for two groups")
+	}
+}
+
+func TestPrintGroupList(t *testing.T) {
+	listed := kadm.ListedGroups{
+		"b": {Group: "b", GroupType: "consumer", State: "Stable", ProtocolType: "consumer"},
+		"a": {Group: "a", State: "Empty", ProtocolType: "consumer"},
+	}
+	var buf bytes.Buffer
+	if err := printGroupList(&buf, outputTable, listed, false, false); err != nil || buf.String() != "a\nb\n" {
+		t.Errorf("names: %q %v", buf.String(), err)
+	}
+	buf.Reset()
+	if err := printGroupList(&buf, outputTable, listed, true, true); err != nil {
+		t.Fatal(err)
+	}
+	checkFields(t, buf.String(), [][]string{{"GROUP", "TYPE", "STATE"}, {"a", "classic", "Empty"}, {"b", "consumer", "Stable"}})
 }
