@@ -56,7 +56,7 @@ func (m groupMember) numPartitions() int {
 
 // errGroupNotFound is a group that does not exist, in Kafka's words.
 func errGroupNotFound(g string) error {
-	return fmt.Errorf("Consumer group '%s' does not exist.", g) //nolint:staticcheck // Kafka's message, capitalised and punctuated as it prints it
+	return fmt.Errorf("Consumer group '%s' does not exist.", g)
 }
 
 // inactive reports whether a group's committed offsets may be changed from
