@@ -27,7 +27,7 @@ import (
 // Commands returns the client commands (topic, produce, consume, group,
 // config, records, bench) for the root command to add next to serve.
 func Commands() []*cobra.Command {
-	return []*cobra.Command{
+	cmds := []*cobra.Command{
 		newTopicCmd(),
 		newProduceCmd(),
 		newConsumeCmd(),
@@ -36,6 +36,8 @@ func Commands() []*cobra.Command {
 		newRecordsCmd(),
 		newBenchCmd(),
 	}
+	addCompletions(cmds)
+	return cmds
 }
 
 // Defaults shared by every command.

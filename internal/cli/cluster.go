@@ -7,7 +7,6 @@ import (
 	"net"
 	"sort"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -19,6 +18,7 @@ import (
 // controller, and the partitions that need attention.
 func NewClusterStatusCmd() *cobra.Command {
 	cf := &clientFlags{}
+	var output *string
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show brokers (fenced or live), the controller and unhealthy partitions",
@@ -30,6 +30,9 @@ min.insync.replicas: acks=all writes are refused) or under-replicated
 (fewer in-sync replicas than replicas).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(*output); err != nil {
+				return err
+			}
 			if err := cf.validate(); err != nil {
 				return err
 			}
@@ -43,14 +46,48 @@ min.insync.replicas: acks=all writes are refused) or under-replicated
 			adm.SetTimeoutMillis(int32(cf.requestTimeout.Milliseconds()))
 			ctx, cancel := context.WithTimeout(cmd.Context(), cf.requestTimeout+adminSlack)
 			defer cancel()
-			return clusterStatus(ctx, cl, adm, cmd.OutOrStdout())
+			return clusterStatus(ctx, cl, adm, cmd.OutOrStdout(), *output)
 		},
 	}
 	cf.register(cmd.Flags())
+	output = addOutputFlag(cmd)
 	return cmd
 }
 
-func clusterStatus(ctx context.Context, cl kmsg.Requestor, adm *kadm.Client, out io.Writer) error {
+// clusterStatusJSON is `cluster status --output json`.
+type clusterStatusJSON struct {
+	ClusterID  string              `json:"clusterId"`
+	Controller int32               `json:"controller"`
+	Brokers    []brokerStatusJSON  `json:"brokers"`
+	Partitions partitionCountsJSON `json:"partitions"`
+	Unhealthy  []unhealthyJSON     `json:"unhealthy"`
+}
+
+type brokerStatusJSON struct {
+	ID   int32   `json:"id"`
+	Host string  `json:"host"`
+	Port int32   `json:"port"`
+	Rack *string `json:"rack"`
+	// State is live or fenced; unknown when the cluster does not report
+	// fenced brokers (DescribeCluster before v2).
+	State string `json:"state"`
+}
+
+type partitionCountsJSON struct {
+	Total           int `json:"total"`
+	Offline         int `json:"offline"`
+	UnderMinISR     int `json:"underMinIsr"`
+	UnderReplicated int `json:"underReplicated"`
+}
+
+// unhealthyJSON is a partition that needs attention; Problem is offline,
+// under min ISR or under-replicated.
+type unhealthyJSON struct {
+	partitionJSON
+	Problem string `json:"problem"`
+}
+
+func clusterStatus(ctx context.Context, cl kmsg.Requestor, adm *kadm.Client, out io.Writer, format string) error {
 	req := kmsg.NewPtrDescribeClusterRequest()
 	req.IncludeFencedBrokers = true
 	resp, err := req.RequestWith(ctx, cl)
@@ -60,25 +97,17 @@ func clusterStatus(ctx context.Context, cl kmsg.Requestor, adm *kadm.Client, out
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return fmt.Errorf("describe cluster: %w", err)
 	}
-	fmt.Fprintf(out, "Cluster: %s\nController: %d\n\n", resp.ClusterID, resp.ControllerID)
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BROKER\tENDPOINT\tRACK\tSTATE")
+	st := clusterStatusJSON{ClusterID: resp.ClusterID, Controller: resp.ControllerID, Brokers: []brokerStatusJSON{}, Unhealthy: []unhealthyJSON{}}
 	sort.Slice(resp.Brokers, func(i, j int) bool { return resp.Brokers[i].NodeID < resp.Brokers[j].NodeID })
 	for _, b := range resp.Brokers {
-		rack, state := "-", "live"
-		if b.Rack != nil {
-			rack = *b.Rack
-		}
+		state := "live"
 		if b.IsFenced {
 			state = "fenced"
 		}
 		if resp.Version < 2 {
-			state = "live (fenced brokers not reported by this cluster)"
+			state = "unknown"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", b.NodeID, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), rack, state)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
+		st.Brokers = append(st.Brokers, brokerStatusJSON{ID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack, State: state})
 	}
 	topics, err := adm.ListTopicsWithInternal(ctx)
 	if err != nil {
@@ -88,32 +117,61 @@ func clusterStatus(ctx context.Context, cl kmsg.Requestor, adm *kadm.Client, out
 	if err != nil {
 		return err
 	}
-	var total, offline, underMin, under int
-	var bad []string
 	for _, d := range topics.Sorted() {
 		for _, p := range d.Partitions.Sorted() {
-			total++
+			st.Partitions.Total++
 			what := ""
 			switch {
 			case p.Leader < 0:
-				offline++
+				st.Partitions.Offline++
 				what = "offline"
 			case len(p.ISR) < minISR[d.Topic]:
-				underMin++
+				st.Partitions.UnderMinISR++
 				what = "under min ISR"
 			case len(p.ISR) < len(p.Replicas):
-				under++
+				st.Partitions.UnderReplicated++
 				what = "under-replicated"
 			default:
 				continue
 			}
-			bad = append(bad, fmt.Sprintf("\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s\t(%s)",
-				d.Topic, p.Partition, leaderName(p.Leader), joinInt32s(p.Replicas), joinInt32s(p.ISR), what))
+			st.Unhealthy = append(st.Unhealthy, unhealthyJSON{toPartitionJSON(p), what})
 		}
 	}
-	fmt.Fprintf(out, "\nPartitions: %d (offline %d, under min ISR %d, under-replicated %d)\n", total, offline, underMin, under)
-	for _, l := range bad {
-		fmt.Fprintln(out, l)
+	if format == outputJSON {
+		return printOutput(out, format, nil, st)
+	}
+	return writeClusterStatus(out, st)
+}
+
+// writeClusterStatus is the text form: the cluster, a broker table, the
+// partition counts and a kafka-topics line per unhealthy partition.
+func writeClusterStatus(out io.Writer, st clusterStatusJSON) error {
+	fmt.Fprintf(out, "Cluster: %s\nController: %d\n\n", st.ClusterID, st.Controller)
+	t := &table{header: []string{"BROKER", "ENDPOINT", "RACK", "STATE"}}
+	for _, b := range st.Brokers {
+		rack, state := "-", b.State
+		if b.Rack != nil {
+			rack = *b.Rack
+		}
+		if state == "unknown" {
+			state = "live (fenced brokers not reported by this cluster)"
+		}
+		t.add(strconv.Itoa(int(b.ID)), net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), rack, state)
+	}
+	if err := t.write(out); err != nil {
+		return err
+	}
+	c := st.Partitions
+	fmt.Fprintf(out, "\nPartitions: %d (offline %d, under min ISR %d, under-replicated %d)\n", c.Total, c.Offline, c.UnderMinISR, c.UnderReplicated)
+	for _, u := range st.Unhealthy {
+		leader := "none"
+		if u.Leader != nil {
+			leader = strconv.Itoa(int(*u.Leader))
+		}
+		if _, err := fmt.Fprintf(out, "\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s\t(%s)\n",
+			u.Topic, u.Partition, leader, joinInt32s(u.Replicas), joinInt32s(u.Isr), u.Problem); err != nil {
+			return err
+		}
 	}
 	return nil
 }

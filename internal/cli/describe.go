@@ -46,6 +46,113 @@ func writeTopicDescription(w io.Writer, d kadm.TopicDetail, configs []kadm.Confi
 	return nil
 }
 
+// writeTopicDescriptions prints each topic in kafka-topics --describe
+// layout, or all of them as one JSON array (--output json).
+func writeTopicDescriptions(w io.Writer, format string, ds []kadm.TopicDetail, configs map[string][]kadm.Config) error {
+	if format != outputJSON {
+		for _, d := range ds {
+			if err := writeTopicDescription(w, d, configs[d.Topic]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	docs := make([]topicJSON, 0, len(ds))
+	for _, d := range ds {
+		parts := d.Partitions.Sorted()
+		j := topicJSON{
+			Topic: d.Topic, TopicID: formatTopicID(d.ID), PartitionCount: len(parts), Internal: d.IsInternal,
+			Configs: topicConfigMap(configs[d.Topic]), Partitions: make([]partitionJSON, 0, len(parts)),
+		}
+		if len(parts) > 0 {
+			j.ReplicationFactor = len(parts[0].Replicas)
+		}
+		for _, p := range parts {
+			j.Partitions = append(j.Partitions, toPartitionJSON(p))
+		}
+		docs = append(docs, j)
+	}
+	return printOutput(w, format, nil, docs)
+}
+
+// topicJSON is one topic of `topic describe --output json`: the fields of
+// Kafka's describe layout.
+type topicJSON struct {
+	Topic             string            `json:"topic"`
+	TopicID           string            `json:"topicId"`
+	PartitionCount    int               `json:"partitionCount"`
+	ReplicationFactor int               `json:"replicationFactor"`
+	Internal          bool              `json:"internal"`
+	Configs           map[string]string `json:"configs"`
+	Partitions        []partitionJSON   `json:"partitions"`
+}
+
+// partitionJSON is one partition line; a partition without a leader has
+// leader null.
+type partitionJSON struct {
+	Topic           string  `json:"topic"`
+	Partition       int32   `json:"partition"`
+	Leader          *int32  `json:"leader"`
+	Replicas        []int32 `json:"replicas"`
+	Isr             []int32 `json:"isr"`
+	OfflineReplicas []int32 `json:"offlineReplicas"`
+}
+
+func toPartitionJSON(p kadm.PartitionDetail) partitionJSON {
+	j := partitionJSON{
+		Topic: p.Topic, Partition: p.Partition,
+		Replicas: nonNilInt32s(p.Replicas), Isr: nonNilInt32s(p.ISR), OfflineReplicas: nonNilInt32s(p.OfflineReplicas),
+	}
+	if p.Leader >= 0 {
+		l := p.Leader
+		j.Leader = &l
+	}
+	return j
+}
+
+func nonNilInt32s(xs []int32) []int32 {
+	if xs == nil {
+		return []int32{}
+	}
+	return xs
+}
+
+// writePartitionLines prints the partitions a describe filter selected,
+// one kafka-topics line each, or as a JSON array.
+func writePartitionLines(w io.Writer, format string, ps []kadm.PartitionDetail) error {
+	if format == outputJSON {
+		docs := make([]partitionJSON, 0, len(ps))
+		for _, p := range ps {
+			docs = append(docs, toPartitionJSON(p))
+		}
+		return printOutput(w, format, nil, docs)
+	}
+	for _, p := range ps {
+		if _, err := fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s\n",
+			p.Topic, p.Partition, leaderName(p.Leader), joinInt32s(p.Replicas), joinInt32s(p.ISR)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type listedTopicJSON struct {
+	Topic    string `json:"topic"`
+	Internal bool   `json:"internal"`
+}
+
+// printTopicList prints topic names, one per line without a header (as
+// kafka-topics --list), or as JSON.
+func printTopicList(w io.Writer, format string, topics kadm.TopicDetails) error {
+	t := &table{}
+	docs := []listedTopicJSON{}
+	for _, d := range topics.Sorted() {
+		t.add(d.Topic)
+		docs = append(docs, listedTopicJSON{Topic: d.Topic, Internal: d.IsInternal})
+	}
+	return printOutput(w, format, t, docs)
+}
+
 // formatTopicID prints a topic id the way Kafka's Uuid.toString does:
 // URL-safe base64 without padding.
 func formatTopicID(id kadm.TopicID) string {
@@ -56,6 +163,17 @@ func formatTopicID(id kadm.TopicID) string {
 // key, as k=v joined by commas.
 func formatTopicConfigs(configs []kadm.Config) string {
 	var kvs []string
+	for k, v := range topicConfigMap(configs) {
+		kvs = append(kvs, k+"="+v)
+	}
+	sort.Strings(kvs)
+	return strings.Join(kvs, ",")
+}
+
+// topicConfigMap is the configs set on the topic itself (Kafka leaves
+// inherited defaults out), sensitive values masked.
+func topicConfigMap(configs []kadm.Config) map[string]string {
+	out := map[string]string{}
 	for _, c := range configs {
 		if c.Source != kmsg.ConfigSourceDynamicTopicConfig {
 			continue
@@ -64,10 +182,9 @@ func formatTopicConfigs(configs []kadm.Config) string {
 		if c.Sensitive {
 			v = "(sensitive)"
 		}
-		kvs = append(kvs, c.Key+"="+v)
+		out[c.Key] = v
 	}
-	sort.Strings(kvs)
-	return strings.Join(kvs, ",")
+	return out
 }
 
 func joinInt32s(xs []int32) string {

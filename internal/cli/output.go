@@ -67,3 +67,22 @@ func printOutput(w io.Writer, format string, t *table, v any) error {
 	}
 	return t.write(w)
 }
+
+// printTables writes several tables, a blank line between them (one per
+// group, as kafka-consumer-groups prints them), or v as one JSON document.
+func printTables(w io.Writer, format string, ts []*table, v any) error {
+	if format == outputJSON {
+		return printOutput(w, format, nil, v)
+	}
+	for i, t := range ts {
+		if i > 0 {
+			if _, err := fmt.Fprintln(w); err != nil {
+				return err
+			}
+		}
+		if err := t.write(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}

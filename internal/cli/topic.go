@@ -109,11 +109,15 @@ func createTopic(ctx context.Context, adm *kadm.Client, out io.Writer, name stri
 
 func newTopicListCmd(cf *clientFlags) *cobra.Command {
 	var excludeInternal bool
+	var output *string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List topic names, one per line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(*output); err != nil {
+				return err
+			}
 			return withAdmin(cmd, cf, func(ctx context.Context, adm *kadm.Client) error {
 				topics, err := adm.ListTopicsWithInternal(ctx)
 				if err != nil {
@@ -122,22 +126,19 @@ func newTopicListCmd(cf *clientFlags) *cobra.Command {
 				if excludeInternal {
 					topics.FilterInternal()
 				}
-				for _, name := range topics.Names() {
-					if _, err := fmt.Fprintln(cmd.OutOrStdout(), name); err != nil {
-						return err
-					}
-				}
-				return nil
+				return printTopicList(cmd.OutOrStdout(), *output, topics)
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&excludeInternal, "exclude-internal", false, "leave out internal topics such as __consumer_offsets")
+	output = addOutputFlag(cmd)
 	return cmd
 }
 
 func newTopicDescribeCmd(cf *clientFlags) *cobra.Command {
 	var f partitionFilter
 	var excludeInternal bool
+	var output *string
 	cmd := &cobra.Command{
 		Use:   "describe [NAME...]",
 		Short: "Show partitions, leaders, replicas, ISR and configs (all topics if none named)",
@@ -146,14 +147,18 @@ replicas and in-sync replicas, as kafka-topics --describe does. With a
 filter flag, only the partitions it selects are printed, one per line.
 Internal topics (__consumer_offsets) are included unless --exclude-internal.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(*output); err != nil {
+				return err
+			}
 			return withAdmin(cmd, cf, func(ctx context.Context, adm *kadm.Client) error {
 				if f.any() {
-					return describeFiltered(ctx, adm, cmd.OutOrStdout(), args, f, excludeInternal)
+					return describeFiltered(ctx, adm, cmd.OutOrStdout(), *output, args, f, excludeInternal)
 				}
-				return describeTopics(ctx, adm, cmd.OutOrStdout(), args, excludeInternal)
+				return describeTopics(ctx, adm, cmd.OutOrStdout(), *output, args, excludeInternal)
 			})
 		},
 	}
+	output = addOutputFlag(cmd)
 	cmd.Flags().BoolVar(&f.underReplicated, "under-replicated-partitions", false, "only partitions with fewer in-sync replicas than replicas")
 	cmd.Flags().BoolVar(&f.underMinISR, "under-min-isr-partitions", false, "only partitions with fewer in-sync replicas than min.insync.replicas")
 	cmd.Flags().BoolVar(&f.atMinISR, "at-min-isr-partitions", false, "only partitions with exactly min.insync.replicas in-sync replicas")
@@ -171,7 +176,7 @@ func (f partitionFilter) any() bool {
 }
 
 // describeFiltered prints the partitions f selects, one line each.
-func describeFiltered(ctx context.Context, adm *kadm.Client, out io.Writer, names []string, f partitionFilter, excludeInternal bool) error {
+func describeFiltered(ctx context.Context, adm *kadm.Client, out io.Writer, format string, names []string, f partitionFilter, excludeInternal bool) error {
 	topics, err := adm.ListTopicsWithInternal(ctx, names...)
 	if err != nil {
 		return fmt.Errorf("describe topics: %w", err)
@@ -194,20 +199,19 @@ func describeFiltered(ctx context.Context, adm *kadm.Client, out io.Writer, name
 			return err
 		}
 	}
+	var sel []kadm.PartitionDetail
 	for _, name := range found {
 		for _, p := range topics[name].Partitions.Sorted() {
-			sel := (f.underReplicated && len(p.ISR) < len(p.Replicas)) ||
+			if (f.underReplicated && len(p.ISR) < len(p.Replicas)) ||
 				(f.underMinISR && len(p.ISR) < minISR[name]) ||
 				(f.atMinISR && len(p.ISR) == minISR[name]) ||
-				(f.unavailable && p.Leader < 0)
-			if !sel {
-				continue
-			}
-			if _, err := fmt.Fprintf(out, "\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s\n",
-				name, p.Partition, leaderName(p.Leader), joinInt32s(p.Replicas), joinInt32s(p.ISR)); err != nil {
-				return err
+				(f.unavailable && p.Leader < 0) {
+				sel = append(sel, p)
 			}
 		}
+	}
+	if err := writePartitionLines(out, format, sel); err != nil {
+		return err
 	}
 	return joinLine(errs)
 }
@@ -216,7 +220,7 @@ func describeFiltered(ctx context.Context, adm *kadm.Client, out io.Writer, name
 // not (unknown topics, config lookups that failed) in the returned error.
 // Internal topics are described too, as kafka-topics does, unless
 // excludeInternal.
-func describeTopics(ctx context.Context, adm *kadm.Client, out io.Writer, names []string, excludeInternal bool) error {
+func describeTopics(ctx context.Context, adm *kadm.Client, out io.Writer, format string, names []string, excludeInternal bool) error {
 	topics, err := adm.ListTopicsWithInternal(ctx, names...)
 	if err != nil {
 		return fmt.Errorf("describe topics: %w", err)
@@ -247,10 +251,12 @@ func describeTopics(ctx context.Context, adm *kadm.Client, out io.Writer, names 
 			configs[rc.Name] = rc.Configs
 		}
 	}
-	for _, name := range found {
-		if err := writeTopicDescription(out, topics[name], configs[name]); err != nil {
-			return err
-		}
+	details := make([]kadm.TopicDetail, len(found))
+	for i, name := range found {
+		details[i] = topics[name]
+	}
+	if err := writeTopicDescriptions(out, format, details, configs); err != nil {
+		return err
 	}
 	return joinLine(errs)
 }
