@@ -94,7 +94,7 @@ func completeFlag(list nameLister) cobra.CompletionFunc {
 // completeNames asks the cluster for the names starting with prefix,
 // leaving out those already given.
 func completeNames(cmd *cobra.Command, list nameLister, prefix string, given []string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	cf := clientFlags{bootstrap: defaultBootstrap, clientID: defaultClientID, requestTimeout: completionTimeout}
+	cf := clientFlags{bootstrap: defaultBootstrap, clientID: defaultClientID, requestTimeout: completionTimeout, connectTimeout: completionTimeout}
 	if f := cmd.Flag("bootstrap-server"); f != nil {
 		cf.bootstrap = f.Value.String()
 	}
