@@ -1,0 +1,318 @@
+package server
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"net"
+	"reflect"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// memRegion is a FileRegion over bytes in memory.
+type memRegion struct {
+	b        []byte
+	released atomic.Int32
+	sent     atomic.Int32 // SendTo calls
+}
+
+func (m *memRegion) Size() int64 { return int64(len(m.b)) }
+
+func (m *memRegion) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(m.b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, m.b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (m *memRegion) SendTo(w io.Writer, off, n int64) (int64, error) {
+	m.sent.Add(1)
+	k, err := w.Write(m.b[off : off+n])
+	return int64(k), err
+}
+
+func (m *memRegion) Release() { m.released.Add(1) }
+
+// regionFetch is a FetchResponse with some record sets as regions.
+type regionFetch struct {
+	*kmsg.FetchResponse
+	at      [][2]int // topic, partition
+	regions []*memRegion
+}
+
+func (r *regionFetch) Regions() []RegionField {
+	out := make([]RegionField, len(r.at))
+	for i, at := range r.at {
+		out[i] = RegionField{Field: &r.Topics[at[0]].Partitions[at[1]].RecordBatches, Region: r.regions[i]}
+	}
+	return out
+}
+
+// inMemory is the same response with the record sets in its fields.
+func (r *regionFetch) inMemory() *kmsg.FetchResponse {
+	c := *r.FetchResponse
+	c.Topics = make([]kmsg.FetchResponseTopic, len(r.Topics))
+	for i, t := range r.Topics {
+		c.Topics[i] = t
+		c.Topics[i].Partitions = append([]kmsg.FetchResponseTopicPartition(nil), t.Partitions...)
+	}
+	for i, at := range r.at {
+		c.Topics[at[0]].Partitions[at[1]].RecordBatches = r.regions[i].b
+	}
+	return &c
+}
+
+// randomFetch builds a fetch response of the given version: several
+// topics and partitions, errors, empty record sets, aborted transactions,
+// tagged fields where the version has them, and record sets of sizes
+// around the varint boundaries of compact lengths.
+func randomFetch(rng *rand.Rand, version int16) *regionFetch {
+	sizes := []int{0, 1, 126, 127, 128, 1000, 16382, 16383, 16384, 70000, 300000}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(version)
+	resp.ThrottleMillis = rng.Int32N(100)
+	resp.SessionID = 0
+	rf := &regionFetch{FetchResponse: resp}
+	for ti := range rng.IntN(4) + 1 {
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic = fmt.Sprintf("topic-%d-%s", ti, string(bytes.Repeat([]byte{'x'}, rng.IntN(40))))
+		t.TopicID[0] = byte(ti + 1)
+		for pi := range rng.IntN(5) + 1 {
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition = int32(pi)
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = rng.Int64N(1<<40), rng.Int64N(1<<40), rng.Int64N(1<<20)
+			p.RecordBatches = []byte{}
+			switch rng.IntN(4) {
+			case 0: // an error, no records
+				p.ErrorCode = 6
+				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+				p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = 2, 7
+			case 1: // empty
+			default:
+				size := sizes[rng.IntN(len(sizes))]
+				b := make([]byte, size)
+				for i := 0; i+8 <= len(b); i += 8 {
+					binary.LittleEndian.PutUint64(b[i:], rng.Uint64())
+				}
+				for i := len(b) &^ 7; i < len(b); i++ {
+					b[i] = byte(rng.Uint32())
+				}
+				rf.at = append(rf.at, [2]int{ti, pi})
+				rf.regions = append(rf.regions, &memRegion{b: b})
+				if rng.IntN(3) == 0 {
+					a := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+					a.ProducerID, a.FirstOffset = 9, 10
+					p.AbortedTransactions = append(p.AbortedTransactions, a)
+				}
+				if version >= 12 && rng.IntN(3) == 0 {
+					p.DivergingEpoch.Epoch, p.DivergingEpoch.EndOffset = 3, 44
+				}
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	if version >= 16 {
+		b := kmsg.NewFetchResponseBroker()
+		b.NodeID, b.Host, b.Port = 2, "host-2", 9092
+		resp.Brokers = append(resp.Brokers, b)
+	}
+	return rf
+}
+
+// assemble is what a raw response puts on the wire.
+func assemble(t *testing.T, parts []rawPart) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	for _, p := range parts {
+		if p.r != nil {
+			if _, err := p.r.SendTo(&out, 0, p.r.Size()); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		out.Write(p.b)
+	}
+	return out.Bytes()
+}
+
+// decodeFetch decodes a response frame (size, correlation id, header
+// tags for flexible versions, body) with kmsg.
+func decodeFetch(t *testing.T, frame []byte, version int16) *kmsg.FetchResponse {
+	t.Helper()
+	if got := int(binary.BigEndian.Uint32(frame)); got != len(frame)-4 {
+		t.Fatalf("frame size prefix %d, frame has %d bytes after it", got, len(frame)-4)
+	}
+	body := frame[8:]
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(version)
+	if resp.IsFlexible() {
+		body = body[1:]
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatalf("decode v%d: %v", version, err)
+	}
+	return resp
+}
+
+// TestEncodeRawMatchesInMemory: for every Fetch version, random responses
+// written raw (encoded bytes with regions between) are byte for byte the
+// in-memory encoding, and kmsg decodes them to the same response.
+func TestEncodeRawMatchesInMemory(t *testing.T) {
+	nonce := newNonce()
+	h := header{APIKey: 1, CorrelationID: 77}
+	max := kmsg.NewPtrFetchResponse().MaxVersion()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for v := int16(4); v <= max; v++ {
+		for i := range 12 {
+			rf := randomFetch(rng, v)
+			h.APIVersion = v
+			want, err := encodeResponse(nil, h, rf.inMemory())
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf, parts, ok, err := encodeRaw(nil, h, rf.FetchResponse, rf.Regions(), nonce)
+			if err != nil || !ok {
+				t.Fatalf("v%d #%d: encodeRaw ok=%v err=%v", v, i, ok, err)
+			}
+			_ = buf
+			got := assemble(t, parts)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("v%d #%d: raw frame (%d bytes) differs from in-memory (%d bytes)", v, i, len(got), len(want))
+			}
+			if !reflect.DeepEqual(decodeFetch(t, got, v), decodeFetch(t, want, v)) {
+				t.Fatalf("v%d #%d: decoded responses differ", v, i)
+			}
+			for j, f := range rf.Regions() {
+				if len(*f.Field) != 0 {
+					t.Fatalf("v%d: field %d not restored after encoding", v, j)
+				}
+			}
+			// The copying path gives the same frame.
+			if _, err := fillRegions(rf.Regions(), nil); err != nil {
+				t.Fatal(err)
+			}
+			copied, err := encodeResponse(nil, h, rf.FetchResponse)
+			if err != nil || !bytes.Equal(copied, want) {
+				t.Fatalf("v%d #%d: copied path differs (err %v)", v, i, err)
+			}
+		}
+	}
+}
+
+// TestEncodeRawPlaceholderMissing: a field that is not part of the
+// response is not found, and the caller falls back to copying.
+func TestEncodeRawPlaceholderMissing(t *testing.T) {
+	rf := randomFetch(rand.New(rand.NewPCG(3, 4)), 12)
+	var stray []byte
+	fields := append(rf.Regions(), RegionField{Field: &stray, Region: &memRegion{b: []byte("x")}})
+	_, _, ok, err := encodeRaw(nil, header{APIKey: 1, APIVersion: 12}, rf.FetchResponse, fields, newNonce())
+	if ok || err != nil {
+		t.Fatalf("encodeRaw with a stray field: ok=%v err=%v, want not ok", ok, err)
+	}
+}
+
+// fetchAPIs is testAPIs with Fetch.
+func fetchAPIs() map[int16][2]int16 {
+	apis := maps.Clone(testAPIs)
+	apis[1] = [2]int16{4, kmsg.NewPtrFetchRequest().MaxVersion()}
+	return apis
+}
+
+// readFrame reads one whole response frame.
+func readFrame(t *testing.T, c net.Conn) []byte {
+	t.Helper()
+	if err := c.SetReadDeadline(time.Now().Add(waitLimit)); err != nil {
+		t.Fatal(err)
+	}
+	var prefix [4]byte
+	if _, err := io.ReadFull(c, prefix[:]); err != nil {
+		t.Fatalf("read response size: %v", err)
+	}
+	frame := make([]byte, 4+binary.BigEndian.Uint32(prefix[:]))
+	copy(frame, prefix[:])
+	if _, err := io.ReadFull(c, frame[4:]); err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	return frame
+}
+
+// TestServeRegionResponses: over a connection, with sendfile on and off,
+// pipelined fetches are answered in order with the in-memory frames,
+// every region is released once, and the memory pool is back to zero.
+func TestServeRegionResponses(t *testing.T) {
+	for _, copyRegions := range []bool{false, true} {
+		t.Run(fmt.Sprintf("copy=%v", copyRegions), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 6))
+			h := newTestHandler()
+			made := make(chan *regionFetch, 64)
+			h.fetch = func(r *kmsg.FetchRequest) kmsg.Response {
+				rf := randomFetch(rng, r.Version)
+				made <- rf
+				return rf
+			}
+			ts := startServer(t, h, func(cfg *Config) {
+				cfg.APIs = fetchAPIs()
+				cfg.CopyFileRegions = copyRegions
+			})
+			c := dial(t, ts.addr)
+			var frames [][]byte
+			var versions []int16
+			for v := int16(4); v <= kmsg.NewPtrFetchRequest().MaxVersion(); v++ {
+				frames = append(frames, encodeRequest(kmsg.NewPtrFetchRequest(), v, int32(v), strp("t")))
+				versions = append(versions, v)
+			}
+			send(t, c, frames...)
+			var answered []*regionFetch
+			for i, v := range versions {
+				got := readFrame(t, c)
+				rf := <-made
+				answered = append(answered, rf)
+				if corr := int32(binary.BigEndian.Uint32(got[4:])); corr != int32(v) {
+					t.Fatalf("response %d: correlation id %d, want %d (out of order)", i, corr, v)
+				}
+				want, err := encodeResponse(nil, header{APIKey: 1, APIVersion: v, CorrelationID: int32(v)}, rf.inMemory())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					at := 0
+					for at < len(got) && at < len(want) && got[at] == want[at] {
+						at++
+					}
+					t.Fatalf("v%d: frame (%d bytes) differs from in-memory (%d bytes) at byte %d", v, len(got), len(want), at)
+				}
+			}
+			waitUntil(t, "regions released and pool empty", func() bool {
+				for _, rf := range answered {
+					for _, r := range rf.regions {
+						if r.released.Load() != 1 {
+							return false
+						}
+					}
+				}
+				return ts.srv.pool.inUse() == 0
+			})
+			var sent int32
+			for _, rf := range answered {
+				for _, r := range rf.regions {
+					sent += r.sent.Load()
+				}
+			}
+			if copyRegions != (sent == 0) {
+				t.Fatalf("copy=%v but %d regions were sent raw", copyRegions, sent)
+			}
+		})
+	}
+}
