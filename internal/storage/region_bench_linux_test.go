@@ -3,8 +3,8 @@ package storage
 import (
 	"fmt"
 	"io"
-	"os/exec"
 	"net"
+	"os/exec"
 	"sync"
 	"syscall"
 	"testing"
