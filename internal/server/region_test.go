@@ -316,3 +316,94 @@ func TestServeRegionResponses(t *testing.T) {
 		})
 	}
 }
+
+// bigFetch answers every fetch with one partition whose record set is a
+// region of size bytes.
+func bigFetch(size int, made chan<- *regionFetch) func(*kmsg.FetchRequest) kmsg.Response {
+	return func(r *kmsg.FetchRequest) kmsg.Response {
+		resp := kmsg.NewPtrFetchResponse()
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic = "big"
+		p := kmsg.NewFetchResponseTopicPartition()
+		p.RecordBatches = []byte{}
+		t.Partitions = append(t.Partitions, p)
+		resp.Topics = append(resp.Topics, t)
+		rf := &regionFetch{FetchResponse: resp, at: [][2]int{{0, 0}}, regions: []*memRegion{{b: bytes.Repeat([]byte{7}, size)}}}
+		made <- rf
+		return rf
+	}
+}
+
+// TestRegionResponseMemoryCharge: while a raw response waits for a client
+// that does not read, only its encoded bytes are charged to the memory
+// pool, not its 32 MiB region; copied, the region is charged. Either way
+// the charge is returned once the client has read the response.
+func TestRegionResponseMemoryCharge(t *testing.T) {
+	const size = 32 << 20 // more than loopback socket buffers hold
+	for _, copyRegions := range []bool{false, true} {
+		t.Run(fmt.Sprintf("copy=%v", copyRegions), func(t *testing.T) {
+			h := newTestHandler()
+			made := make(chan *regionFetch, 1)
+			h.fetch = bigFetch(size, made)
+			ts := startServer(t, h, func(cfg *Config) {
+				cfg.APIs = fetchAPIs()
+				cfg.CopyFileRegions = copyRegions
+				cfg.TransferTimeout = -1
+			})
+			c := dial(t, ts.addr)
+			// A fixed receive buffer (no autotuning): with the sender's
+			// (at most tcp_wmem's 4 MiB) far less than the region.
+			if err := c.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+				t.Fatal(err)
+			}
+			send(t, c, encodeRequest(kmsg.NewPtrFetchRequest(), 12, 1, strp("t")))
+			rf := <-made
+			// The response is being written once the client sees its
+			// first bytes; the rest waits for the client to read.
+			if err := c.SetReadDeadline(time.Now().Add(waitLimit)); err != nil {
+				t.Fatal(err)
+			}
+			var prefix [4]byte
+			if _, err := io.ReadFull(c, prefix[:]); err != nil {
+				t.Fatal(err)
+			}
+			used := ts.srv.pool.inUse()
+			if copyRegions && used < size {
+				t.Fatalf("copied: %d bytes charged while writing, want at least the region's %d", used, size)
+			}
+			if !copyRegions && used >= 1<<20 {
+				t.Fatalf("raw: %d bytes charged while writing a %d-byte region, want only the encoded bytes", used, size)
+			}
+			if rf.regions[0].released.Load() != 0 {
+				t.Fatal("region released before its response was written")
+			}
+			rest := make([]byte, binary.BigEndian.Uint32(prefix[:]))
+			if _, err := io.ReadFull(c, rest); err != nil {
+				t.Fatal(err)
+			}
+			got := decodeFetch(t, append(prefix[:], rest...), 12)
+			if !bytes.Equal(got.Topics[0].Partitions[0].RecordBatches, rf.regions[0].b) {
+				t.Fatal("record set differs")
+			}
+			waitUntil(t, "region released and pool empty", func() bool {
+				return rf.regions[0].released.Load() == 1 && ts.srv.pool.inUse() == 0
+			})
+		})
+	}
+}
+
+// TestRegionsReleasedWhenClientLeaves: a response whose client is gone
+// before it is written still releases its regions, once.
+func TestRegionsReleasedWhenClientLeaves(t *testing.T) {
+	h := newTestHandler()
+	made := make(chan *regionFetch, 1)
+	h.fetch = bigFetch(8<<20, made)
+	ts := startServer(t, h, func(cfg *Config) { cfg.APIs = fetchAPIs() })
+	c := dial(t, ts.addr)
+	send(t, c, encodeRequest(kmsg.NewPtrFetchRequest(), 12, 1, strp("t")))
+	rf := <-made
+	c.Close()
+	waitUntil(t, "region released and pool empty", func() bool {
+		return rf.regions[0].released.Load() == 1 && ts.srv.pool.inUse() == 0
+	})
+}
