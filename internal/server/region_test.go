@@ -176,39 +176,61 @@ func TestEncodeRawMatchesInMemory(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for v := int16(4); v <= max; v++ {
 		for i := range 12 {
-			rf := randomFetch(rng, v)
 			h.APIVersion = v
-			want, err := encodeResponse(nil, h, rf.inMemory())
-			if err != nil {
-				t.Fatal(err)
-			}
-			buf, parts, ok, err := encodeRaw(nil, h, rf.FetchResponse, rf.Regions(), nonce)
-			if err != nil || !ok {
-				t.Fatalf("v%d #%d: encodeRaw ok=%v err=%v", v, i, ok, err)
-			}
-			_ = buf
-			got := assemble(t, parts)
-			if !bytes.Equal(got, want) {
-				t.Fatalf("v%d #%d: raw frame (%d bytes) differs from in-memory (%d bytes)", v, i, len(got), len(want))
-			}
-			if !reflect.DeepEqual(decodeFetch(t, got, v), decodeFetch(t, want, v)) {
-				t.Fatalf("v%d #%d: decoded responses differ", v, i)
-			}
-			for j, f := range rf.Regions() {
-				if len(*f.Field) != 0 {
-					t.Fatalf("v%d: field %d not restored after encoding", v, j)
-				}
-			}
-			// The copying path gives the same frame.
-			if _, err := fillRegions(rf.Regions(), nil); err != nil {
-				t.Fatal(err)
-			}
-			copied, err := encodeResponse(nil, h, rf.FetchResponse)
-			if err != nil || !bytes.Equal(copied, want) {
-				t.Fatalf("v%d #%d: copied path differs (err %v)", v, i, err)
-			}
+			checkRaw(t, h, randomFetch(rng, v), nonce, fmt.Sprintf("v%d #%d", v, i))
 		}
 	}
+}
+
+// checkRaw compares the raw, in-memory and copied encodings of rf.
+func checkRaw(t *testing.T, h header, rf *regionFetch, nonce [nonceLen]byte, what string) {
+	t.Helper()
+	v := h.APIVersion
+	want, err := encodeResponse(nil, h, rf.inMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, parts, ok, err := encodeRaw(nil, h, rf.FetchResponse, rf.Regions(), nonce)
+	if err != nil || !ok {
+		t.Fatalf("%s: encodeRaw ok=%v err=%v", what, ok, err)
+	}
+	got := assemble(t, parts)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s: raw frame (%d bytes) differs from in-memory (%d bytes)", what, len(got), len(want))
+	}
+	if !reflect.DeepEqual(decodeFetch(t, got, v), decodeFetch(t, want, v)) {
+		t.Fatalf("%s: decoded responses differ", what)
+	}
+	for j, f := range rf.Regions() {
+		if len(*f.Field) != 0 {
+			t.Fatalf("%s: field %d not restored after encoding", what, j)
+		}
+	}
+	// The copying path gives the same frame.
+	if _, err := fillRegions(rf.Regions(), nil); err != nil {
+		t.Fatal(err)
+	}
+	copied, err := encodeResponse(nil, h, rf.FetchResponse)
+	if err != nil || !bytes.Equal(copied, want) {
+		t.Fatalf("%s: copied path differs (err %v)", what, err)
+	}
+}
+
+// FuzzEncodeRaw: any response shape (from the seed), version and topic
+// name (any bytes, placed before the first record set) encodes raw to
+// the in-memory frame.
+func FuzzEncodeRaw(f *testing.F) {
+	f.Add(uint64(1), int16(4), []byte("t"))
+	f.Add(uint64(2), int16(12), []byte{0x11, 0, 0, 0, 0x10})
+	f.Add(uint64(3), int16(17), bytes.Repeat([]byte{0}, 300))
+	nonce := newNonce()
+	maxV := kmsg.NewPtrFetchResponse().MaxVersion()
+	f.Fuzz(func(t *testing.T, seed uint64, v int16, name []byte) {
+		v = 4 + int16(uint16(v)%uint16(maxV-3))
+		rf := randomFetch(rand.New(rand.NewPCG(seed, seed>>1)), v)
+		rf.Topics[0].Topic = string(name)
+		checkRaw(t, header{APIKey: 1, APIVersion: v, CorrelationID: int32(seed)}, rf, nonce, fmt.Sprintf("seed %d v%d", seed, v))
+	})
 }
 
 // TestEncodeRawPlaceholderMissing: a field that is not part of the
