@@ -208,7 +208,7 @@ var brokerKeys = []brokerKey{
 		"Each this many bytes moved buys a request or response one more second beyond weir.transfer.timeout.ms."),
 
 	boolKey("weir.fetch.sendfile.enable", true, func(b *Broker) *bool { return &b.FetchSendfileEnable },
-		"Send fetch responses' record sets from the segment files with sendfile, not copied through memory."),
+		"Send fetch responses' record sets from the segment files with sendfile, not read through a buffer."),
 
 	// Storage.
 	complexKey("log.dirs", TypeString, "", true,

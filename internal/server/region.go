@@ -41,8 +41,9 @@ type RegionResponse interface {
 	Regions() []RegionField
 }
 
-// rawMinBytes: a response whose regions add up to less than this is
-// copied into the encoding buffer and written in one go. A sendfile per
+// rawMinBytes: a response whose regions add up to less than this has
+// them read through the connection's write buffer, so that it goes out in
+// one write. A sendfile per
 // partition plus a write per gap costs more syscalls than copying a few
 // KiB (a consumer at the tail fetches many small record sets): with one
 // 16 KiB batch per response, sending it raw cost 1.4x the CPU of copying

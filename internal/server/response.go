@@ -21,11 +21,9 @@ const writeChunk = 1 << 20
 // responses (header v1) except ApiVersions, whose response header is
 // always v0 so that a client can read it before knowing our versions.
 //
-// A RegionResponse (Fetch) whose file regions add up to rawMinBytes or
-// more goes out raw: its encoded bytes, with each region sent from its
-// file between them (see encodeRaw); only the encoded bytes are in
-// memory. Smaller ones, and any the raw encoding cannot place, have
-// their regions copied into memory and are written as any response.
+// A RegionResponse (Fetch) goes out raw: its encoded bytes, with each
+// region between them (see encodeRaw, writeRegionResponse); only the
+// encoded bytes are in memory.
 //
 // The encoding buffer (and copied regions) are charged to the memory
 // pool, without waiting, until written: the worker writes one response at
@@ -85,31 +83,35 @@ func (c *conn) keepBuffer(buf []byte) {
 	}
 }
 
-// writeRegionResponse writes a response carrying file regions: raw when
-// they are large enough and the placeholders are found, copied otherwise.
+// writeRegionResponse writes a response carrying file regions: its
+// encoded bytes with the regions between them, each sent with sendfile
+// when they are large enough in all, or read through the connection's
+// write buffer (one copy, no allocation) when small or when sendfile is
+// off. Either way only the encoded bytes are charged to the pool. If the
+// placeholders are not found, the regions are read into the response's
+// fields (charged too) and it is written as any other.
 func (c *conn) writeRegionResponse(bw *bufio.Writer, h header, resp kmsg.Response, fields []RegionField) error {
 	var sum int64
 	for _, f := range fields {
 		sum += f.Region.Size()
 	}
-	if c.s.cfg.rawFetch() && sum >= rawMinBytes {
-		buf, parts, ok, err := encodeRaw(c.wbuf, h, resp, fields, c.s.nonce)
-		if err != nil {
-			return err
-		}
-		if ok {
-			charged := int64(cap(buf))
-			c.pool.force(charged)
-			defer c.pool.unforce(charged)
-			if err := c.newRespWriter(bw).writeParts(parts); err != nil {
-				return fmt.Errorf("write response to correlation id %d: %w", h.CorrelationID, err)
-			}
-			c.keepBuffer(buf)
-			return nil
-		}
-		c.log.Warn("fetch response placeholders not found; copying its record sets",
-			"api_key", h.APIKey, "api_version", h.APIVersion)
+	buf, parts, ok, err := encodeRaw(c.wbuf, h, resp, fields, c.s.nonce)
+	if err != nil {
+		return err
 	}
+	if ok {
+		charged := int64(cap(buf))
+		c.pool.force(charged)
+		defer c.pool.unforce(charged)
+		sendfile := c.s.cfg.rawFetch() && sum >= rawMinBytes
+		if err := c.newRespWriter(bw).writeParts(parts, sendfile); err != nil {
+			return fmt.Errorf("write response to correlation id %d: %w", h.CorrelationID, err)
+		}
+		c.keepBuffer(buf)
+		return nil
+	}
+	c.log.Warn("fetch response placeholders not found; copying its record sets into it",
+		"api_key", h.APIKey, "api_version", h.APIVersion)
 	charged := sum
 	c.pool.force(charged)
 	defer c.pool.unforce(charged)
@@ -221,13 +223,42 @@ func (w *respWriter) send(r FileRegion) error {
 	return nil
 }
 
-// writeParts writes a raw response's parts in order and flushes.
-func (w *respWriter) writeParts(parts []rawPart) error {
+// copyRegion reads a region into the buffered writer's free space,
+// flushing it as it fills: one copy, through memory the connection has
+// anyway.
+func (w *respWriter) copyRegion(r FileRegion) error {
+	size := r.Size()
+	for off := int64(0); off < size; {
+		if w.bw.Available() == 0 {
+			if err := w.flush(); err != nil {
+				return err
+			}
+		}
+		p := w.bw.AvailableBuffer()
+		p = p[:min(int64(cap(p)), size-off)]
+		n, err := r.ReadAt(p, off)
+		if n < len(p) {
+			return fmt.Errorf("read %d bytes of a record set at %d: %w", len(p), off, err)
+		}
+		// p is the writer's own free space: this Write only counts it.
+		_, _ = w.bw.Write(p)
+		w.written += int64(n)
+		off += int64(n)
+	}
+	return nil
+}
+
+// writeParts writes a raw response's parts in order and flushes; regions
+// go with sendfile, or through the write buffer.
+func (w *respWriter) writeParts(parts []rawPart, sendfile bool) error {
 	for _, p := range parts {
 		var err error
-		if p.r != nil {
+		switch {
+		case p.r != nil && sendfile:
 			err = w.send(p.r)
-		} else {
+		case p.r != nil:
+			err = w.copyRegion(p.r)
+		default:
 			err = w.write(p.b)
 		}
 		if err != nil {

@@ -102,9 +102,10 @@ type Config struct {
 	// default; a negative TransferTimeout turns the rule off.
 	TransferTimeout time.Duration
 	TransferMinRate int64
-	// CopyFileRegions sends the file regions of responses (Fetch's record
-	// sets) through memory instead of with sendfile: the in-memory path,
-	// kept as a switch (weir.fetch.sendfile.enable=false) and for tests.
+	// CopyFileRegions reads the file regions of responses (Fetch's record
+	// sets) through the connection's write buffer instead of sending them
+	// with sendfile (weir.fetch.sendfile.enable=false): kept as a switch
+	// and so that both paths are tested.
 	CopyFileRegions bool
 	// Limits are the connection limits; nil means none.
 	Limits *ConnLimits
