@@ -143,6 +143,7 @@ func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 		MaxNonProduceRequestBytes: int32(min(cfg.RequestMaxBytesNonProduce, 1<<31-1)),
 		TransferTimeout:           noneIfNotPositive(time.Duration(cfg.TransferTimeoutMs) * time.Millisecond),
 		TransferMinRate:           cfg.TransferMinBytesPerSecond,
+		CopyFetchRecords:          !cfg.FetchSendfileEnable,
 		ConnLimits: &server.ConnLimits{
 			MaxConnections:      cfg.MaxConnections,
 			MaxConnectionsPerIP: cfg.MaxConnectionsPerIP,

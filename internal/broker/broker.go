@@ -68,6 +68,7 @@ type Options struct {
 	MaxNonProduceRequestBytes int32
 	TransferTimeout           time.Duration // <= 0: none
 	TransferMinRate           int64         // bytes per second
+	CopyFetchRecords          bool          // weir.fetch.sendfile.enable=false: record sets copied, not sendfile
 	ConnLimits                *server.ConnLimits
 	AutoCreateTopics          bool
 	DefaultPartitions         int32
@@ -195,6 +196,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		MaxNonProduceRequestBytes: opts.MaxNonProduceRequestBytes,
 		TransferTimeout:           opts.TransferTimeout,
 		TransferMinRate:           opts.TransferMinRate,
+		CopyFileRegions:           opts.CopyFetchRecords,
 		APIs:                      apiVersions(),
 	}
 	if !opts.BrokerOnly {

@@ -63,6 +63,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 	dedupeFetch(req)
 	f := fetchState{b: b, req: req, resp: resp, replicaID: fetchReplicaID(req), waiter: replica.NewWaiter()}
 	defer f.waiter.Done()
+	f.out = &fetchResponse{FetchResponse: resp}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
 		total, failed := f.fill()
@@ -79,7 +80,11 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 		}
 	}
 	b.addLeaderEndpoints(resp, f.leaderHints)
-	return resp, nil
+	if len(f.out.regions) == 0 {
+		return resp, nil
+	}
+	// The server sends the pinned record sets and releases them.
+	return f.out, nil
 }
 
 // dedupeFetch makes the request's partition lists sets, the way Kafka
@@ -134,6 +139,8 @@ type fetchState struct {
 	filled    bool // the first fill (which registers the waiter) ran
 	// leaderHints are the leaders named in NOT_LEADER_OR_FOLLOWER answers.
 	leaderHints map[int32]bool
+	// out is resp with the record sets read so far, pinned in their files.
+	out *fetchResponse
 }
 
 // wait sleeps until a watched partition changes (true), or the timeout or
@@ -156,6 +163,7 @@ func (f *fetchState) wait(ctx context.Context, timeout time.Duration) bool {
 func (f *fetchState) fill() (int64, bool) {
 	req, resp := f.req, f.resp
 	resp.Topics = resp.Topics[:0]
+	f.out.release() // a fill after a wait reads everything again
 	img := f.b.meta.Image()
 	var (
 		total  int64
@@ -209,7 +217,8 @@ func (f *fetchState) fill() (int64, bool) {
 			if left := maxBytes - total; left < limit {
 				limit = left
 			}
-			n, err := f.readPartition(img, p, rp, limit, total == 0, &sp)
+			at := regionAt{topic: len(resp.Topics), partition: len(st.Partitions)}
+			n, err := f.readPartition(img, p, rp, limit, total == 0, &sp, at)
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
 				if errors.Is(err, replica.ErrNotLeader) {
@@ -228,7 +237,7 @@ func (f *fetchState) fill() (int64, bool) {
 // readPartition reads one partition into sp and returns the bytes read.
 // When the response already holds data, a first batch larger than the
 // limit is left for the next fetch rather than overshooting.
-func (f *fetchState) readPartition(img *metadata.Image, p *replica.Partition, rp kmsg.FetchRequestTopicPartition, limit int64, first bool, sp *kmsg.FetchResponseTopicPartition) (int64, error) {
+func (f *fetchState) readPartition(img *metadata.Image, p *replica.Partition, rp kmsg.FetchRequestTopicPartition, limit int64, first bool, sp *kmsg.FetchResponseTopicPartition, at regionAt) (int64, error) {
 	if limit <= 0 && !first && f.replicaID < 0 {
 		if err := p.CheckLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {
 			return 0, err
@@ -268,14 +277,18 @@ func (f *fetchState) readPartition(img *metadata.Image, p *replica.Partition, rp
 	if res.Len == 0 || (!first && res.Len > limit) {
 		return 0, nil
 	}
-	data, err := res.Bytes()
+	// Pinned, not read: the server sends it from the file (or copies it)
+	// when it writes the response, and the segment's descriptor stays
+	// open until then whatever retention or the file cache do.
+	region, err := res.Pin()
 	if err != nil {
 		tp := p.TopicPartition()
 		f.b.log.Error("fetch read failed", slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition)), slog.Any("err", err))
 		return 0, err
 	}
-	sp.RecordBatches = data
-	return int64(len(data)), nil
+	at.region = region
+	f.out.regions = append(f.out.regions, at)
+	return region.Size(), nil
 }
 
 // hintLeader fills CurrentLeader in a NOT_LEADER_OR_FOLLOWER answer

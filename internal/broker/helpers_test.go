@@ -20,12 +20,12 @@ import (
 // testBroker is a broker run in-process on loopback ports with a temp data
 // dir, stopped (and waited for) when the test ends.
 type testBroker struct {
-	t    *testing.T
+	t    testing.TB
 	addr string
 }
 
 // startTestBroker runs a single-node broker with the given overrides.
-func startTestBroker(t *testing.T, overrides ...string) *testBroker {
+func startTestBroker(t testing.TB, overrides ...string) *testBroker {
 	t.Helper()
 	dir := t.TempDir()
 	cfg, _, err := config.Load("", append([]string{
@@ -49,6 +49,7 @@ func startTestBroker(t *testing.T, overrides ...string) *testBroker {
 		AutoCreateTopics:   cfg.AutoCreateTopicsEnable,
 		DefaultPartitions:  cfg.NumPartitions,
 		DefaultReplication: cfg.DefaultReplicationFactor,
+		CopyFetchRecords:   !cfg.FetchSendfileEnable,
 		Config:             cfg,
 		Storage: storage.ManagerConfig{
 			Dirs:     cfg.LogDirs,
@@ -82,7 +83,7 @@ func startTestBroker(t *testing.T, overrides ...string) *testBroker {
 
 // rawConn speaks the Kafka protocol at exact versions, as a client would.
 type rawConn struct {
-	t    *testing.T
+	t    testing.TB
 	nc   net.Conn
 	br   *bufio.Reader
 	corr int32

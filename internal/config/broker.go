@@ -30,6 +30,7 @@ type Broker struct {
 	ConnectionsMaxIdleMs    int64             // connections.max.idle.ms
 	MessageMaxBytes         int64             // message.max.bytes
 	FetchMaxBytes           int64             // fetch.max.bytes
+	FetchSendfileEnable     bool              // weir.fetch.sendfile.enable (weir's)
 
 	// Limits against hostile or broken clients.
 	QueuedMaxRequestBytes        int64            // queued.max.request.bytes (<= 0 = unbounded)

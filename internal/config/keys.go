@@ -207,6 +207,9 @@ var brokerKeys = []brokerKey{
 	intKey("weir.transfer.min.bytes.per.second", TypeLong, 1048576, 1, noMax, func(b *Broker) *int64 { return &b.TransferMinBytesPerSecond },
 		"Each this many bytes moved buys a request or response one more second beyond weir.transfer.timeout.ms."),
 
+	boolKey("weir.fetch.sendfile.enable", true, func(b *Broker) *bool { return &b.FetchSendfileEnable },
+		"Send fetch responses' record sets from the segment files with sendfile, not read through a buffer."),
+
 	// Storage.
 	complexKey("log.dirs", TypeString, "", true,
 		func(b *Broker, raw string) error {

@@ -279,6 +279,8 @@ func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) b
 		return false
 	}
 	resp, reason, err := c.respond(ctx, p)
+	// File regions are pinned until written, or dropped unwritten.
+	defer releaseRegions(resp)
 	switch {
 	case err != nil && c.peerGone.Load() && ctx.Err() != nil:
 		// A handler that gave up because its client left is no

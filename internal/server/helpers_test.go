@@ -51,6 +51,8 @@ type testHandler struct {
 	bigTopics int           // Metadata: answer with this many 200-byte topic names
 	started   chan struct{} // ListOffsets: receives when a call starts
 	cancelled chan struct{} // ListOffsets: receives when a call saw its ctx end
+
+	fetch func(*kmsg.FetchRequest) kmsg.Response // Fetch: the answer (region_test.go)
 }
 
 func newTestHandler() *testHandler {
@@ -102,6 +104,10 @@ func (h *testHandler) Handle(ctx context.Context, rc *RequestContext, req kmsg.R
 			return nil, ctx.Err()
 		case <-timeout:
 			return r.ResponseKind(), nil
+		}
+	case *kmsg.FetchRequest:
+		if h.fetch != nil {
+			return h.fetch(r), nil
 		}
 	case *kmsg.FindCoordinatorRequest:
 		panic("test handler: FindCoordinator always panics")

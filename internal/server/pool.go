@@ -10,7 +10,8 @@ import (
 // Kafka's queued.max.request.bytes. It counts what the network layer
 // itself holds: request frames from their first body byte until they are
 // answered, the memory their decoding allocates, and each response's
-// encoding buffer while it is written.
+// encoding buffer while it is written (file regions a response sends with
+// sendfile are not in memory and not charged; copied ones are).
 //
 // A request reserves memory as its bytes arrive (reservation.grow), never
 // for the size a client merely claims. When the budget is used up, readers

@@ -102,6 +102,11 @@ type Config struct {
 	// default; a negative TransferTimeout turns the rule off.
 	TransferTimeout time.Duration
 	TransferMinRate int64
+	// CopyFileRegions reads the file regions of responses (Fetch's record
+	// sets) through the connection's write buffer instead of sending them
+	// with sendfile (weir.fetch.sendfile.enable=false): kept as a switch
+	// and so that both paths are tested.
+	CopyFileRegions bool
 	// Limits are the connection limits; nil means none.
 	Limits *ConnLimits
 	// APIs maps an API key to the [min, max] versions the handler supports;
@@ -123,6 +128,7 @@ type Server struct {
 	unbudgeted *memPool
 	quotas     *connQuotas
 	frames     frameLimits
+	nonce      [nonceLen]byte // marks file regions' places while encoding (region.go)
 
 	mu       sync.Mutex
 	serving  bool
@@ -171,6 +177,7 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Server, error) {
 			maxNonProduce: cfg.MaxNonProduceRequestBytes,
 			transfer:      transferRule{grace: cfg.TransferTimeout, rate: cfg.TransferMinRate},
 		},
+		nonce:    newNonce(),
 		stopping: make(chan struct{}),
 	}
 	seen := make(map[string]bool, len(cfg.Listeners))
@@ -192,6 +199,9 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Server, error) {
 	}
 	return s, nil
 }
+
+// rawFetch reports whether file regions are sent with sendfile.
+func (cfg Config) rawFetch() bool { return !cfg.CopyFileRegions }
 
 // withDefaults fills in the Config fields left zero.
 func withDefaults(cfg Config) Config {

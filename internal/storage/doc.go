@@ -85,6 +85,9 @@
 //     result needs no release. Used after its segment was retired (log
 //     closed or deleted, or removed past file.delete.delay.ms), they fail
 //     with ErrClosed unless another user still holds the descriptor.
+//     Pin (region.go) takes the descriptor until Release instead: the
+//     fetch path pins what it answers so that retention or a deleted
+//     topic cannot pull the file from under a response being written.
 //   - Renames (*.deleted, the cleaner's *.cleaned -> *.swap -> final)
 //     take the file's own lock, as opens do, so a reopen always uses the
 //     current name while an open descriptor simply follows the rename.

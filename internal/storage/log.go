@@ -61,7 +61,8 @@ type AppendInfo struct {
 // fetch path can send it without copying. Len may be 0 (nothing to read).
 // It holds no descriptor: Bytes and WriteTo take the segment's file from
 // the descriptor cache for the time of the copy (read.go), so a result
-// needs no release and one never used costs nothing.
+// needs no release and one never used costs nothing; Pin holds it until
+// released, for a region sent later (region.go).
 type ReadResult struct {
 	Pos int64
 	Len int64
