@@ -279,12 +279,19 @@ func (f *fetchState) readPartition(img *metadata.Image, p *replica.Partition, rp
 	}
 	// Pinned, not read: the server sends it from the file (or copies it)
 	// when it writes the response, and the segment's descriptor stays
-	// open until then whatever retention or the file cache do.
-	region, err := res.Pin()
+	// open until then whatever retention or the file cache do. Past the
+	// pin budget (storage bounds pinned descriptors) it is read now.
+	region, pinned, err := res.TryPin()
+	if err == nil && !pinned {
+		sp.RecordBatches, err = res.Bytes()
+	}
 	if err != nil {
 		tp := p.TopicPartition()
 		f.b.log.Error("fetch read failed", slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition)), slog.Any("err", err))
 		return 0, err
+	}
+	if !pinned {
+		return int64(len(sp.RecordBatches)), nil
 	}
 	at.region = region
 	f.out.regions = append(f.out.regions, at)

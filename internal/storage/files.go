@@ -42,6 +42,7 @@ type fileCache struct {
 	hand int        // CLOCK hand into ring
 
 	openCount atomic.Int64 // len(ring), read without mu by release
+	pins      atomic.Int64 // regions pinned by TryPin and not yet released
 	opened    atomic.Int64 // descriptors opened, for tests and logs
 	evictions atomic.Int64 // descriptors closed to make room
 }

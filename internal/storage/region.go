@@ -24,6 +24,7 @@ type Region struct {
 	h        *segFile
 	f        *os.File
 	pos, n   int64
+	counted  bool // one of the cache's budgeted pins (TryPin)
 	released atomic.Bool
 }
 
@@ -39,6 +40,30 @@ func (r ReadResult) Pin() (*Region, error) {
 		return nil, fmt.Errorf("pin %d bytes at %d: %w", r.Len, r.Pos, err)
 	}
 	return &Region{h: r.file, f: f, pos: r.Pos, n: r.Len}, nil
+}
+
+// TryPin is Pin within a budget: the regions pinned through TryPin and
+// not yet released stay under half the descriptor cache's capacity, so
+// that one fetch of thousands of partitions (or many of them at once)
+// cannot hold a descriptor per partition until written and take the
+// process past its descriptor limit. ok=false means over budget: the
+// caller reads the bytes now instead (Bytes), which holds nothing.
+func (r ReadResult) TryPin() (g *Region, ok bool, err error) {
+	if r.Len == 0 {
+		return &Region{}, true, nil
+	}
+	c := r.file.c
+	if c.pins.Add(1) > int64(max(c.capacity/2, 1)) {
+		c.pins.Add(-1)
+		return nil, false, nil
+	}
+	g, err = r.Pin()
+	if err != nil {
+		c.pins.Add(-1)
+		return nil, false, err
+	}
+	g.counted = true
+	return g, true, nil
 }
 
 // Size is the region's length in bytes.
@@ -95,4 +120,7 @@ func (g *Region) Release() {
 		return
 	}
 	g.h.release()
+	if g.counted {
+		g.h.c.pins.Add(-1)
+	}
 }

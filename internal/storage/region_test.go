@@ -120,3 +120,53 @@ func TestRegionTruncatedUnderSend(t *testing.T) {
 		t.Fatal("ReadAt of a truncated region succeeded")
 	}
 }
+
+// TestTryPinBudget: regions pinned through TryPin stay under half the
+// descriptor cache's capacity whatever the number of logs read, so a fetch
+// of many partitions cannot hold a descriptor for each; past the budget
+// TryPin declines (the caller copies), and releases make room again.
+func TestTryPinBudget(t *testing.T) {
+	const capacity = 8
+	files := newFileCache(capacity)
+	var results []ReadResult
+	for range 3 * capacity {
+		l := openLogFiles(t, t.TempDir(), testConfig(), files)
+		mustAppend(t, l, makeBatch(t, 2, 100, 0, "budget"), 0)
+		r, err := l.Read(0, 1<<20, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, r)
+	}
+	var pinned []*Region
+	declined := 0
+	for _, r := range results {
+		g, ok, err := r.TryPin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			declined++
+			continue
+		}
+		pinned = append(pinned, g)
+	}
+	if len(pinned) != capacity/2 || declined != len(results)-capacity/2 {
+		t.Fatalf("pinned %d, declined %d of %d; want %d pinned", len(pinned), declined, len(results), capacity/2)
+	}
+	if open := files.Open(); open > capacity {
+		t.Fatalf("%d descriptors open with a capacity of %d", open, capacity)
+	}
+	for _, g := range pinned {
+		g.Release()
+		g.Release() // a second release changes nothing
+	}
+	g, ok, err := results[len(results)-1].TryPin()
+	if err != nil || !ok {
+		t.Fatalf("after the releases: pinned %v, %v", ok, err)
+	}
+	g.Release()
+	if n := files.pins.Load(); n != 0 {
+		t.Fatalf("%d pins counted after every release", n)
+	}
+}
