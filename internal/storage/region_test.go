@@ -9,9 +9,10 @@ import (
 	"testing"
 )
 
-// sendOverTCP sends [off, off+n) of g over a loopback connection (so
-// sendfile is used) and returns what the peer received and the error.
-func sendOverTCP(t *testing.T, g *Region, off, n int64) ([]byte, error) {
+// overTCP runs send on the client end of a loopback connection (so that
+// sendfile is used), closes it, and returns what the peer received and
+// send's error.
+func overTCP(t *testing.T, send func(net.Conn) error) ([]byte, error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -33,9 +34,19 @@ func sendOverTCP(t *testing.T, g *Region, off, n int64) ([]byte, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, serr := g.SendTo(c, off, n)
+	serr := send(c)
 	c.Close()
 	return <-got, serr
+}
+
+// sendOverTCP sends [off, off+n) of g over a loopback connection and
+// returns what the peer received and the error.
+func sendOverTCP(t *testing.T, g *Region, off, n int64) ([]byte, error) {
+	t.Helper()
+	return overTCP(t, func(c net.Conn) error {
+		_, err := g.SendTo(c, off, n)
+		return err
+	})
 }
 
 // TestRegionOutlivesDeletedLog: a pinned region still sends and reads

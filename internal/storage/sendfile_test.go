@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"testing"
 )
@@ -20,32 +19,15 @@ func TestWriteToSocket(t *testing.T) {
 	}
 	want, _ := r.Bytes()
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- nil
-			return
-		}
-		defer c.Close()
-		b, _ := io.ReadAll(c)
-		got <- b
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := r.WriteTo(c)
-	c.Close()
+	var n int64
+	b, err := overTCP(t, func(c net.Conn) (err error) {
+		n, err = r.WriteTo(c)
+		return err
+	})
 	if err != nil || n != r.Len {
 		t.Fatalf("WriteTo socket: %d %v", n, err)
 	}
-	if b := <-got; !bytes.Equal(b, want) {
+	if !bytes.Equal(b, want) {
 		t.Fatalf("socket got %d bytes, want %d", len(b), len(want))
 	}
 	var buf bytes.Buffer
