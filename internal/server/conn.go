@@ -24,7 +24,12 @@ const (
 	readAhead = 8
 	// readAheadBytes bounds the frame bytes read but not yet answered:
 	// past it the reader waits, so large requests (up to
-	// socket.request.max.bytes each) are not queued eight deep.
+	// socket.request.max.bytes each) are not queued eight deep. One
+	// request is always read while another is handled, whatever their
+	// sizes: an idempotent producer keeps up to five requests of a few
+	// MiB in flight, and reading the next while the worker appends the
+	// previous is what those in-flight requests are for (with the reader
+	// stopped at 1 MiB, reading and handling took turns).
 	readAheadBytes = 1 << 20
 	// ioBufferSize is the size of each connection's bufio reader and writer.
 	ioBufferSize = 32 << 10
@@ -134,7 +139,7 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 		versions: c.s.versions,
 	}
 	for {
-		for c.pending.Load() >= readAheadBytes {
+		for c.inflight.Load() > 1 && c.pending.Load() >= readAheadBytes {
 			select {
 			case <-c.answered:
 			case <-ctx.Done():

@@ -53,6 +53,11 @@ type testHandler struct {
 	cancelled chan struct{} // ListOffsets: receives when a call saw its ctx end
 
 	fetch func(*kmsg.FetchRequest) kmsg.Response // Fetch: the answer (region_test.go)
+
+	// produceHold, when set, holds every Produce call until it is closed;
+	// produceStarted then receives when a call starts.
+	produceHold    chan struct{}
+	produceStarted chan struct{}
 }
 
 func newTestHandler() *testHandler {
@@ -88,6 +93,10 @@ func (h *testHandler) Handle(ctx context.Context, rc *RequestContext, req kmsg.R
 		}
 		return resp, nil
 	case *kmsg.ProduceRequest:
+		if h.produceHold != nil {
+			h.produceStarted <- struct{}{}
+			<-h.produceHold
+		}
 		if r.Acks == 0 {
 			return nil, nil
 		}

@@ -336,6 +336,38 @@ func TestPipelinedLargeRequests(t *testing.T) {
 	}
 }
 
+// While a large Produce request is handled, the next one is read: an
+// idempotent producer's in-flight requests are each larger than the
+// read-ahead budget, and reading and handling them in turn halved its
+// throughput.
+func TestNextLargeRequestReadWhileHandling(t *testing.T) {
+	h := newTestHandler()
+	h.produceHold, h.produceStarted = make(chan struct{}), make(chan struct{}, 4)
+	ts := startServer(t, h, nil)
+	c := dial(t, ts.addr)
+	big := bytes.Repeat([]byte{0xab}, 2*readAheadBytes)
+	var frames [][]byte
+	for i := int32(0); i < 3; i++ {
+		p := kmsg.NewPtrProduceRequest()
+		p.Acks = 1
+		p.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Records: big}}}}
+		frames = append(frames, encodeRequest(p, 9, i, nil))
+	}
+	go func() { _, _ = c.Write(bytes.Join(frames, nil)) }() // a failed write shows as a missing response
+	waitFor(t, h.produceStarted, "the first Produce to be handled")
+	// The first request is held by its handler; the second is read in
+	// full meanwhile (its memory charged).
+	waitUntil(t, "the second request read while the first is handled", func() bool {
+		return ts.srv.pool.inUse() >= int64(2*len(big))
+	})
+	close(h.produceHold)
+	for i := int32(0); i < 3; i++ {
+		if corr, _ := readResponse(t, c); corr != i {
+			t.Fatalf("response %d: correlation id %d", i, corr)
+		}
+	}
+}
+
 // A client that sends requests and closes at once (an acks=0 producer
 // exiting) still has them all handled, as Kafka does; only the answers are
 // dropped. The long poll queued first ends when the client leaves instead
