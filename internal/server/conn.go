@@ -137,6 +137,7 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 		conn:     c.nc,
 		limits:   c.s.frames,
 		versions: c.s.versions,
+		bufs:     c.s.bufs,
 	}
 	for {
 		for c.inflight.Load() > 1 && c.pending.Load() >= readAheadBytes {
@@ -213,6 +214,7 @@ func (c *conn) readRequest(ctx context.Context, fr *frameReader, res *reservatio
 	}
 	p := c.parse(fm.buf)
 	p.size = len(fm.buf)
+	p.fb = fm.fb
 	held := int64(cap(fm.buf))
 	if p.req != nil {
 		if fm.produceCost >= 0 {
@@ -268,6 +270,7 @@ func (c *conn) work(parent, ctx context.Context, queue <-chan parsed) {
 // the connection is done.
 func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) bool {
 	defer p.res.release()
+	defer c.recycle(p)
 	if parent.Err() != nil {
 		c.shutdown("server stopping", nil)
 		return false
@@ -313,6 +316,15 @@ func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) b
 	default:
 	}
 	return true
+}
+
+// recycle puts a handled request's frame buffer back in the pool when
+// nothing can refer to it any more: only a Produce request's, whose
+// batches the log has copied by the time it is answered (see frameBufs).
+func (c *conn) recycle(p parsed) {
+	if _, ok := p.req.(*kmsg.ProduceRequest); ok {
+		c.s.bufs.put(p.fb)
+	}
 }
 
 // respond produces the response for one parsed request: ApiVersions is

@@ -64,6 +64,9 @@ type frameLimits struct {
 // frame is one request frame read off the socket.
 type frame struct {
 	buf []byte
+	// fb holds buf's memory when it came from the pool (nil otherwise);
+	// whoever is done with the frame last may put it back.
+	fb *frameBuf
 	// produceCost is, for a Produce request whose body was scanned, what
 	// decoding it allocates; -1 for every other request.
 	produceCost int64
@@ -80,11 +83,15 @@ type frameReader struct {
 	conn     net.Conn // for read deadlines; nil: none (fuzzing)
 	limits   frameLimits
 	versions *versionTable
+	bufs     *frameBufs // where frame buffers come from; nil: allocate each
 
 	// The frame being read.
-	ctx    context.Context
-	res    *reservation
+	ctx context.Context
+	res *reservation
+	// buf is the frame read so far; its capacity is what is reserved
+	// for it, while fb, its memory, may hold more.
 	buf    []byte
+	fb     *frameBuf
 	size   int
 	start  time.Time
 	paused time.Duration
@@ -95,7 +102,9 @@ type frameReader struct {
 // between frames is io.EOF.
 func (f *frameReader) next(ctx context.Context, res *reservation) (frame, error) {
 	f.ctx, f.res = ctx, res
-	f.buf, f.size, f.paused, f.moved = nil, 0, 0, 0
+	// A frame that failed left its buffer here; nothing refers to it.
+	f.bufs.put(f.fb)
+	f.buf, f.fb, f.size, f.paused, f.moved = nil, nil, 0, 0, 0
 	// Between frames the connection may idle as long as
 	// connections.max.idle.ms allows; the transfer rule starts with the
 	// first byte of the next frame.
@@ -126,7 +135,9 @@ func (f *frameReader) next(ctx context.Context, res *reservation) (frame, error)
 	if err := f.fill(f.size); err != nil {
 		return frame{}, err
 	}
-	return frame{buf: f.buf, produceCost: cost}, nil
+	fm := frame{buf: f.buf, fb: f.fb, produceCost: cost}
+	f.fb = nil // the frame's now
+	return fm, nil
 }
 
 // inspect looks at the start of the frame as it arrives: it refuses a
@@ -183,6 +194,9 @@ func (f *frameReader) fill(upto int) error {
 
 // grow doubles the frame buffer (at least minChunk, at most the frame),
 // reserving the new bytes first; this may wait for the memory budget.
+// The memory comes from the pool (see frameBufs): a buffer that already
+// holds the new capacity is only extended, else the bytes so far move to
+// a larger one and the outgrown one goes back.
 func (f *frameReader) grow() error {
 	newCap := min(max(2*cap(f.buf), minChunk, f.br.Buffered()), f.size)
 	waited, err := f.res.grow(f.ctx, int64(newCap-cap(f.buf)))
@@ -190,9 +204,13 @@ func (f *frameReader) grow() error {
 	if err != nil {
 		return fmt.Errorf("wait for request memory: %w", err)
 	}
-	nb := make([]byte, len(f.buf), newCap)
-	copy(nb, f.buf)
-	f.buf = nb
+	if f.fb == nil || cap(f.fb.b) < newCap {
+		nb := f.bufs.get(newCap, f.size)
+		copy(nb.b, f.buf)
+		f.bufs.put(f.fb)
+		f.fb = nb
+	}
+	f.buf = f.fb.b[:len(f.buf):newCap]
 	return nil
 }
 

@@ -42,6 +42,7 @@ type parsed struct {
 	err                 error
 	size                int          // frame bytes, for the read-ahead budget
 	res                 *reservation // the request's memory, returned when it is answered
+	fb                  *frameBuf    // the frame's pooled memory, if any (see frameBufs)
 }
 
 // parseRequest decodes one request frame (the bytes after the 4-byte size

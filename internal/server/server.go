@@ -128,6 +128,7 @@ type Server struct {
 	unbudgeted *memPool
 	quotas     *connQuotas
 	frames     frameLimits
+	bufs       *frameBufs     // request frame buffers, reused (framebuf.go)
 	nonce      [nonceLen]byte // marks file regions' places while encoding (region.go)
 
 	mu       sync.Mutex
@@ -177,6 +178,7 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Server, error) {
 			maxNonProduce: cfg.MaxNonProduceRequestBytes,
 			transfer:      transferRule{grace: cfg.TransferTimeout, rate: cfg.TransferMinRate},
 		},
+		bufs:     &frameBufs{},
 		nonce:    newNonce(),
 		stopping: make(chan struct{}),
 	}
