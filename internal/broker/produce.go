@@ -209,19 +209,14 @@ func (b *Broker) produceOne(topic string, rp kmsg.ProduceRequestTopicPartition, 
 // partition that failed after its append keeps its offsets out of the
 // answer, as Kafka does.
 func (b *Broker) awaitAcks(ctx context.Context, waits []ackWait, timeout time.Duration) {
-	w := replica.NewWaiter()
-	defer w.Done()
-	for _, a := range waits {
-		w.Watch(a.p, replica.HighWatermark)
-	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
 	fail := func(a ackWait, err error) {
 		a.sp.ErrorCode = errorCode(err)
 		a.sp.ErrorMessage = errorMessage(err)
 		a.sp.BaseOffset, a.sp.LogAppendTime = -1, -1
 	}
-	for {
+	// settle answers the partitions whose batches are committed (or can
+	// no longer be) and keeps the others.
+	settle := func(waits []ackWait) []ackWait {
 		open := waits[:0]
 		for _, a := range waits {
 			done, err := a.p.AckState(a.epoch, a.last)
@@ -232,8 +227,23 @@ func (b *Broker) awaitAcks(ctx context.Context, waits []ackWait, timeout time.Du
 				fail(a, err)
 			}
 		}
-		waits = open
-		if len(waits) == 0 {
+		return open
+	}
+	// A leader alone in its ISR committed at its append: answer without
+	// registering a waiter (or arming a timer) for nothing.
+	if waits = settle(waits); len(waits) == 0 {
+		return
+	}
+	w := replica.NewWaiter()
+	defer w.Done()
+	for _, a := range waits {
+		w.Watch(a.p, replica.HighWatermark)
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		// Checked again after Watch: a commit in between is not missed.
+		if waits = settle(waits); len(waits) == 0 {
 			return
 		}
 		select {
