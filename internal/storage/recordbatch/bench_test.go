@@ -1,6 +1,7 @@
 package recordbatch
 
 import (
+	"fmt"
 	"hash/crc32"
 	"testing"
 )
@@ -53,5 +54,33 @@ func BenchmarkRecords16KiB(b *testing.B) {
 		if _, err := Records(batch); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkValidate1MiB validates what a producer under load sends: one
+// uncompressed batch of about 1 MiB, of 1 KiB or of 100-byte records
+// (the workloads), where the per-record walk shows.
+func BenchmarkValidate1MiB(b *testing.B) {
+	for _, size := range []int{1024, 100} {
+		b.Run(fmt.Sprintf("record=%dB", size), func(b *testing.B) {
+			n := (1 << 20) / (size + 10)
+			recs := make([]Record, n)
+			v := make([]byte, size)
+			for i := range v {
+				v[i] = byte('A' + i%26)
+			}
+			for i := range recs {
+				recs[i] = Record{OffsetDelta: int32(i), TimestampDelta: int64(i / 100), Value: v}
+			}
+			batch := mustBuild(b, defaultOpts(), recs)
+			b.SetBytes(int64(len(batch)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Validate(batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/record")
+		})
 	}
 }

@@ -113,3 +113,21 @@ func FuzzSplit(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheckRecord holds the strict walk's fast path to parseRecord: the
+// same records accepted, with the same sizes.
+func FuzzCheckRecord(f *testing.F) {
+	for i, r := range sampleRecords() {
+		f.Add(appendRecord(nil, int32(i), r), int32(i))
+	}
+	f.Add([]byte{0x80, 0x00, 0x00}, int32(0))
+	f.Add([]byte{0x0e, 0x00, 0x00, 0x00, 0x01, 0x01, 0x00, 0x00}, int32(0))
+	f.Fuzz(func(t *testing.T, b []byte, want int32) {
+		n, ok := checkRecord(b, want)
+		r, m, err := parseRecord(b, false)
+		slow := err == nil && r.OffsetDelta == want
+		if ok != slow || ok && n != m {
+			t.Fatalf("checkRecord = (%d, %v), parseRecord = (%d, delta %d, %v) for want %d", n, ok, m, r.OffsetDelta, err, want)
+		}
+	})
+}
