@@ -37,6 +37,11 @@ func checkProduceRecords(version int16, records []byte) ([]byte, *kerr.Error, st
 // wholeBatch reports whether b starts with a complete batch by its header
 // and length field.
 func wholeBatch(b []byte) (recordbatch.Header, bool) {
+	if len(b) < recordbatch.HeaderSize {
+		// Too short for a header: no need for ParseHeader's error, which
+		// the usual empty rest after a request's batch would allocate.
+		return recordbatch.Header{}, false
+	}
 	h, err := recordbatch.ParseHeader(b)
 	return h, err == nil && h.Size() <= int64(len(b))
 }
