@@ -150,7 +150,7 @@ func runMove(cmd *cobra.Command, cf *clientFlags, mf *moveFlags, targets func(cl
 		wctx, wcancel = context.WithTimeout(wctx, mf.wait)
 		defer wcancel()
 	}
-	if err := waitDone(wctx, cl, adm, out, moves); err != nil {
+	if err := waitDone(wctx, cl, out, moves); err != nil {
 		return err
 	}
 	if mf.throttle >= 0 {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // newTopicReassignCmd is `weir topic reassign`, in the habits of
@@ -124,7 +124,7 @@ deleted), and leadership moves if the leader was removed.`,
 // kadmPair is an admin client with its raw requestor.
 type kadmPair struct {
 	adm *kadm.Client
-	raw kmsg.Requestor
+	raw *kgo.Client
 }
 
 // withAdminClient is withAdmin with the raw client kept too.
@@ -236,7 +236,7 @@ func proposal(parts []planPartition, brokers []planBroker, rackAware bool) ([]pl
 }
 
 func verifyPlan(ctx context.Context, cl *kadmPair, out io.Writer, format string, rows []planPartition) error {
-	vs, err := verify(ctx, cl.raw, cl.adm, rows)
+	vs, err := verify(ctx, cl.raw, rows)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -159,6 +160,7 @@ func listReassignments(ctx context.Context, cl kmsg.Requestor, topics []string) 
 	req := kmsg.NewPtrListPartitionReassignmentsRequest()
 	if topics != nil {
 		md := kmsg.NewPtrMetadataRequest()
+		md.AllowAutoTopicCreation = false
 		for _, t := range topics {
 			mt := kmsg.NewMetadataRequestTopic()
 			mt.Topic = kmsg.StringPtr(t)
@@ -263,20 +265,19 @@ type verifyRow struct {
 	State string `json:"state"`
 }
 
-// verify compares the plan with the cluster.
-func verify(ctx context.Context, cl kmsg.Requestor, adm *kadm.Client, rows []planPartition) ([]verifyRow, error) {
+// verify compares the plan with the cluster as the active controller
+// sees it: the replicas and the reassignments in progress from one image,
+// the freshest, so that a move just started is never mistaken for one
+// that failed (another broker's image may trail by a moment).
+func verify(ctx context.Context, cl *kgo.Client, rows []planPartition) ([]verifyRow, error) {
 	topics := planTopics(rows)
-	view, err := viewCluster(ctx, adm, topics)
+	ctrl, cur, err := controllerAssignment(ctx, cl, topics)
 	if err != nil {
 		return nil, err
 	}
-	prog, err := listReassignments(ctx, cl, topics)
+	prog, err := listReassignments(ctx, ctrl, topics)
 	if err != nil {
 		return nil, err
-	}
-	cur := map[string][]int32{}
-	for _, p := range view.parts {
-		cur[p.Topic+"\x00"+strconv.Itoa(int(p.Partition))] = p.Replicas
 	}
 	busy := map[string]bool{}
 	for _, o := range prog {
@@ -295,6 +296,39 @@ func verify(ctx context.Context, cl kmsg.Requestor, adm *kadm.Client, rows []pla
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// controllerAssignment finds the active controller and reads the replicas
+// of topics' partitions from it.
+func controllerAssignment(ctx context.Context, cl *kgo.Client, topics []string) (kmsg.Requestor, map[string][]int32, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false
+	for _, t := range topics {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, mt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metadata: %w", err)
+	}
+	ctrl := kmsg.Requestor(cl)
+	if resp.ControllerID >= 0 {
+		b := cl.Broker(int(resp.ControllerID))
+		if again, err := req.RequestWith(ctx, b); err == nil {
+			resp, ctrl = again, b
+		}
+	}
+	cur := map[string][]int32{}
+	for _, t := range resp.Topics {
+		if t.Topic == nil {
+			continue
+		}
+		for _, p := range t.Partitions {
+			cur[*t.Topic+"\x00"+strconv.Itoa(int(p.Partition))] = p.Replicas
+		}
+	}
+	return ctrl, cur, nil
 }
 
 func planTopics(rows []planPartition) []string {
@@ -333,7 +367,7 @@ func setThrottle(ctx context.Context, adm *kadm.Client, bytes int64) error {
 
 // executePlan starts the moves of rows that differ from the current
 // assignment, printing the current assignment for a rollback first.
-func executePlan(ctx context.Context, cl kmsg.Requestor, adm *kadm.Client, out io.Writer, timeout time.Duration, rows []planPartition, additional bool, throttle int64) error {
+func executePlan(ctx context.Context, cl *kgo.Client, adm *kadm.Client, out io.Writer, timeout time.Duration, rows []planPartition, additional bool, throttle int64) error {
 	if !additional {
 		prog, err := listReassignments(ctx, cl, nil)
 		if err != nil {
@@ -343,21 +377,17 @@ func executePlan(ctx context.Context, cl kmsg.Requestor, adm *kadm.Client, out i
 			return fmt.Errorf("cannot execute: %d partition reassignments are in progress (first %s-%d); use --additional, or --cancel them", len(prog), prog[0].Topic, prog[0].Partition)
 		}
 	}
-	view, err := viewCluster(ctx, adm, planTopics(rows))
+	_, cur, err := controllerAssignment(ctx, cl, planTopics(rows))
 	if err != nil {
 		return err
 	}
-	cur := map[string]planPartition{}
-	for _, p := range view.parts {
-		cur[p.Topic+"\x00"+strconv.Itoa(int(p.Partition))] = p
-	}
 	var before []planPartition
 	for _, r := range rows {
-		p, ok := cur[r.Topic+"\x00"+strconv.Itoa(int(r.Partition))]
+		replicas, ok := cur[r.Topic+"\x00"+strconv.Itoa(int(r.Partition))]
 		if !ok {
 			return fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, r.Topic, r.Partition)
 		}
-		before = append(before, p)
+		before = append(before, planPartition{Topic: r.Topic, Partition: r.Partition, Replicas: replicas})
 	}
 	fmt.Fprintf(out, "Current partition replica assignment\n\n%s\n\nSave this to use as the --reassignment-json-file option during rollback\n", compactJSON(toJSON(before)))
 	if throttle >= 0 {
@@ -383,10 +413,10 @@ func executePlan(ctx context.Context, cl kmsg.Requestor, adm *kadm.Client, out i
 
 // waitDone polls verify until no partition of rows is in progress, and
 // reports the ones that ended elsewhere than their target.
-func waitDone(ctx context.Context, cl kmsg.Requestor, adm *kadm.Client, out io.Writer, rows []planPartition) error {
+func waitDone(ctx context.Context, cl *kgo.Client, out io.Writer, rows []planPartition) error {
 	last := -1
 	for {
-		vs, err := verify(ctx, cl, adm, rows)
+		vs, err := verify(ctx, cl, rows)
 		if err != nil {
 			return err
 		}
