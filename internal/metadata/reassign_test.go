@@ -288,3 +288,40 @@ func TestVersion3SnapshotLoadsWithoutReassignments(t *testing.T) {
 		t.Fatalf("partition %+v", p)
 	}
 }
+
+// TestControllerAlterPartitionReassignments goes through Raft: refusals
+// are answered without a proposal, a move and its completion by the
+// leader's AlterPartition, and a cancellation.
+func TestControllerAlterPartitionReassignments(t *testing.T) {
+	c := newTestController(t, 3)
+	ctx := testCtx(t)
+	if _, err := c.CreateTopic(ctx, CreateTopic{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignments: map[int32][]int32{0: {1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	errs, err := c.AlterPartitionReassignments(ctx, []Reassignment{
+		{Topic: "nope", Partition: 0, Replicas: []int32{1}},
+		{Topic: "t", Partition: 0, Replicas: []int32{2, 3}},
+		{Topic: "t", Partition: 0, Replicas: []int32{1, 2, 3}},
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(errs[0], ErrUnknownTopic) || errs[1] != nil || !errors.Is(errs[2], ErrInvalidReplicationFactor) {
+		t.Fatalf("results %v", errs)
+	}
+	p, _ := c.Image().Partition("t", 0)
+	if !slices.Equal(p.Replicas, []int32{2, 3, 1}) || !slices.Equal(p.AddingReplicas, []int32{3}) {
+		t.Fatalf("after the move started: %+v", p)
+	}
+	// Cancel, then nothing left to cancel.
+	errs, err = c.AlterPartitionReassignments(ctx, []Reassignment{{Topic: "t", Partition: 0}}, true)
+	if err != nil || errs[0] != nil {
+		t.Fatalf("cancel: %v %v", err, errs)
+	}
+	if p, _ = c.Image().Partition("t", 0); p.Reassigning() || !slices.Equal(p.Replicas, []int32{2, 1}) {
+		t.Fatalf("after the cancel: %+v", p)
+	}
+	if errs, _ = c.AlterPartitionReassignments(ctx, []Reassignment{{Topic: "t", Partition: 0}}, true); !errors.Is(errs[0], ErrNoReassignmentInProgress) {
+		t.Fatalf("second cancel: %v", errs)
+	}
+}
