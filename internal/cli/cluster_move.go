@@ -50,18 +50,14 @@ then be stopped without any partition losing a replica.`,
 			if err != nil || id < 0 {
 				return fmt.Errorf("broker %q: want a broker id", args[0])
 			}
+			// A broker that is down (not live) may be drained too: its
+			// replicas are recreated elsewhere from the in-sync ones.
 			return runMove(cmd, cf, mf, func(v clusterView) ([]planBroker, error) {
 				var out []planBroker
-				found := false
 				for _, b := range v.brokers {
-					if b.ID == int32(id) {
-						found = true
-						continue
+					if b.ID != int32(id) {
+						out = append(out, b)
 					}
-					out = append(out, b)
-				}
-				if !found {
-					return nil, fmt.Errorf("broker %d is not a live broker of the cluster", id)
 				}
 				return out, nil
 			}, fmt.Sprintf("Broker %d holds no replicas: it can be stopped.", id))
