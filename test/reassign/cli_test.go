@@ -86,6 +86,30 @@ func TestReassignCLI(t *testing.T) {
 		t.Fatalf("--cancel with nothing in progress:\n%s", out)
 	}
 
+	// Rebalance onto the new broker: every broker ends with an even share
+	// of the 6 replicas, as every node sees it.
+	out = mustWeir(t, c.Node(3), moveTimeout, "cluster", "rebalance", "--timeout", moveTimeout.String())
+	if !strings.Contains(out, "The cluster is balanced.") {
+		t.Fatalf("rebalance:\n%s", out)
+	}
+	load = map[int32]int{}
+	for p := range int32(3) {
+		st := c.WaitPartition(topic, p, opTimeout, "no move in progress", func(st harness.PartitionState) bool {
+			return len(st.Replicas) == 2 && len(st.ISR) == 2
+		})
+		for _, r := range st.Replicas {
+			load[r]++
+		}
+	}
+	for b := int32(1); b <= 4; b++ {
+		if load[b] < 1 || load[b] > 2 {
+			t.Fatalf("after rebalance broker %d holds %d of 6 replicas (%v):\n%s", b, load[b], load, out)
+		}
+	}
+	if out := mustWeir(t, c.Node(1), opTimeout, "cluster", "rebalance", "--dry-run"); !strings.Contains(out, "Nothing to move") {
+		t.Fatalf("a second rebalance would move more:\n%s", out)
+	}
+
 	// Bad input: one line each, naming the problem.
 	dir := t.TempDir()
 	write := func(name, body string) string {
