@@ -81,7 +81,8 @@ func stillMoving(t *testing.T, c *harness.Cluster, topic string, p int32, when s
 // TestReassignSurvivesKills: a move of a partition under an acks=all
 // stream, from [1 2 3] to [2 3 4], throttled so that it is still copying,
 // survives kill -9 of the adding replica (4), of the leader (1, which the
-// move also removes), and of the active controller, each restarted, and
+// move also removes, as a rule), and of the active controller, each
+// restarted, and
 // completes once the adding replica is back: the partition ends on
 // [2 3 4], broker 1's copy is deleted, and every acknowledged record is
 // read back exactly once, in order.
@@ -106,12 +107,19 @@ func TestReassignSurvivesKills(t *testing.T) {
 	stillMoving(t, c, topic, 0, "adding replica killed")
 	s.waitMore(200, opTimeout, "after the adding replica's kill")
 
-	c.Node(1).Kill()
-	c.WaitPartition(topic, 0, opTimeout, "a new leader", func(st harness.PartitionState) bool { return st.Leader == 2 || st.Leader == 3 })
-	stillMoving(t, c, topic, 0, "leader killed")
+	// The leader (broker 1, the replica the move removes, unless a missed
+	// heartbeat moved the leadership before).
+	st, err := c.Partition(topic, 0)
+	if err != nil || st.Leader < 1 || st.Leader > 3 {
+		t.Fatalf("leader of %s-0: %+v %v", topic, st, err)
+	}
+	leader := st.Leader
+	c.Node(leader).Kill()
+	c.WaitPartition(topic, 0, opTimeout, "a new leader", func(st harness.PartitionState) bool { return st.Leader > 0 && st.Leader != leader })
+	stillMoving(t, c, topic, 0, fmt.Sprintf("leader %d killed", leader))
 	s.waitMore(200, opTimeout, "after the leader's kill")
-	c.Node(1).Restart()
-	c.WaitPartition(topic, 0, opTimeout, "broker 1 back in the ISR", func(st harness.PartitionState) bool { return len(st.ISR) == 3 })
+	c.Node(leader).Restart()
+	c.WaitPartition(topic, 0, opTimeout, "the old leader back in the ISR", func(st harness.PartitionState) bool { return len(st.ISR) == 3 })
 
 	ctrl := agreedController(t, c, -1)
 	c.Node(ctrl).Kill()
@@ -133,7 +141,7 @@ func TestReassignSurvivesKills(t *testing.T) {
 	}
 	b4.Restart()
 	start := time.Now()
-	st := waitPlaced(t, c, topic, 0, []int32{2, 3, 4}, moveTimeout)
+	st = waitPlaced(t, c, topic, 0, []int32{2, 3, 4}, moveTimeout)
 	t.Logf("move completed %v after the adding replica's restart; leader %d", time.Since(start).Round(time.Millisecond), st.Leader)
 	partitionDirGone(t, c.Node(1), topic, 0)
 	out := mustWeir(t, c.Node(3), opTimeout, "topic", "reassign", "--verify", "--reassignment-json-file", plan)
