@@ -86,6 +86,6 @@ func clusterCommand() *cobra.Command {
 		Use:   "cluster",
 		Short: "Run a local cluster, or inspect a running one",
 	}
-	cmd.AddCommand(clusterUpCommand(), cli.NewClusterStatusCmd())
+	cmd.AddCommand(clusterUpCommand(), cli.NewClusterStatusCmd(), cli.NewClusterDrainCmd(), cli.NewClusterRebalanceCmd())
 	return cmd
 }

@@ -284,7 +284,8 @@ func (b *Broker) createTopicRemote(ctx context.Context, r metadata.CreateTopic) 
 func isAdminWrite(req kmsg.Request) bool {
 	switch req.(type) {
 	case *kmsg.CreateTopicsRequest, *kmsg.DeleteTopicsRequest, *kmsg.CreatePartitionsRequest,
-		*kmsg.AlterConfigsRequest, *kmsg.IncrementalAlterConfigsRequest:
+		*kmsg.AlterConfigsRequest, *kmsg.IncrementalAlterConfigsRequest,
+		*kmsg.AlterPartitionAssignmentsRequest:
 		return true
 	}
 	return false
@@ -324,6 +325,9 @@ func (b *Broker) forwardAdmin(ctx context.Context, req kmsg.Request) (kmsg.Respo
 				b.waitImage(wctx, func(im *metadata.Image) bool { return im.TopicByName(name) == nil })
 			}
 		}
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		ar := req.(*kmsg.AlterPartitionAssignmentsRequest)
+		b.waitImage(wctx, func(im *metadata.Image) bool { return reassignmentsVisible(im, ar, r) })
 	case *kmsg.CreatePartitionsResponse:
 		want := map[string]int32{}
 		for _, rt := range req.(*kmsg.CreatePartitionsRequest).Topics {

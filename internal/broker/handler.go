@@ -29,7 +29,10 @@ var supported = map[int16][2]int16{
 	kmsg.IncrementalAlterConfigs.Int16(): {0, 1},
 	kmsg.DescribeCluster.Int16():         {0, 2},
 	kmsg.DescribeLogDirs.Int16():         {0, 4},
-	kmsg.InitProducerID.Int16():          {0, 5},
+	// Partition reassignment (reassign.go); v1 is KIP-860.
+	kmsg.AlterPartitionAssignments.Int16():  {0, 1},
+	kmsg.ListPartitionReassignments.Int16(): {0, 0},
+	kmsg.InitProducerID.Int16():             {0, 5},
 	// Groups (groups.go): up to kmsg's newest; OffsetCommit/OffsetFetch
 	// v10 (topic ids) are not served yet.
 	kmsg.FindCoordinator.Int16(): {0, 6},
@@ -109,6 +112,10 @@ func (b *Broker) Handle(ctx context.Context, rc *server.RequestContext, req kmsg
 		return b.handleCreatePartitions(ctx, r)
 	case *kmsg.DescribeLogDirsRequest:
 		return b.handleDescribeLogDirs(ctx, r)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return b.handleAlterPartitionReassignments(ctx, r)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		return b.handleListPartitionReassignments(ctx, r)
 	case *kmsg.DescribeClusterRequest:
 		return b.handleDescribeCluster(ctx, r)
 	case *kmsg.InitProducerIDRequest:

@@ -107,6 +107,8 @@ func (b *Broker) reconcile() map[storage.TopicPartition]error {
 	if img == b.lastImage && len(b.retry) == 0 {
 		return nil
 	}
+	// The throttle is a dynamic broker config: read it at every change.
+	b.fetchers.SetReassignmentThrottle(b.config().ReplicaReassignmentThrottleBytesPerSec)
 	failed := map[storage.TopicPartition]error{}
 	var examine, removed []*metadata.Topic
 	if b.lastImage == nil {
@@ -257,6 +259,9 @@ func (b *Broker) ensureReplica(t *metadata.Topic, p metadata.Partition) error {
 				slog.Int("leader.epoch", int(p.LeaderEpoch)), slog.Any("isr", p.ISR))
 		}
 	case p.Leader >= 0:
+		// A replica a reassignment adds here fetches under the
+		// reassignment throttle until it is in sync.
+		b.fetchers.SetThrottled(tp, slices.Contains(p.AddingReplicas, b.nodeID) && !slices.Contains(p.ISR, b.nodeID))
 		// Idempotent for an unchanged leader and epoch; restarts a
 		// fetcher that stopped.
 		b.fetchers.Follow(rp, t.ID, p.Leader, p.LeaderEpoch)

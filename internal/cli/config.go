@@ -332,8 +332,9 @@ min.insync.replicas, log.cleanup.policy, log.message.timestamp.type,
 log.flush.interval.messages, log.flush.interval.ms,
 log.segment.delete.delay.ms, log.cleaner.delete.retention.ms,
 log.cleaner.min.compaction.lag.ms, log.cleaner.min.cleanable.ratio,
-compression.type. A value set on one broker wins over the cluster-wide
-one, which wins over server.properties.
+compression.type, and the partition reassignment throttle,
+replica.reassignment.throttle.bytes.per.sec. A value set on one broker wins
+over the cluster-wide one, which wins over server.properties.
 
 Deleting a config that is not set fails, as in Kafka ("Invalid config(s)").
 An unknown config or a bad value fails with Kafka's INVALID_CONFIG, and a

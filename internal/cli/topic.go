@@ -33,6 +33,7 @@ func newTopicCmd() *cobra.Command {
 		newTopicAlterConfigCmd(cf),
 		newTopicAlterCmd(cf),
 		newTopicOffsetsCmd(cf),
+		newTopicReassignCmd(cf),
 	)
 	return cmd
 }

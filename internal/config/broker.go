@@ -84,12 +84,14 @@ type Broker struct {
 	ReplicaFetchWaitMaxMs        int64 // replica.fetch.wait.max.ms
 	ReplicaFetchBackoffMs        int64 // replica.fetch.backoff.ms
 	NumReplicaFetchers           int32 // num.replica.fetchers
-	UncleanLeaderElectionEnable  bool  // unclean.leader.election.enable
-	BrokerSessionTimeoutMs       int64 // broker.session.timeout.ms
-	BrokerHeartbeatIntervalMs    int64 // broker.heartbeat.interval.ms
-	ControlledShutdownEnable     bool  // controlled.shutdown.enable
-	ControlledShutdownTimeoutMs  int64 // controlled.shutdown.timeout.ms (weir's)
-	AutoLeaderRebalanceEnable    bool  // auto.leader.rebalance.enable
+	// replica.reassignment.throttle.bytes.per.sec (weir's; dynamic)
+	ReplicaReassignmentThrottleBytesPerSec int64
+	UncleanLeaderElectionEnable            bool  // unclean.leader.election.enable
+	BrokerSessionTimeoutMs                 int64 // broker.session.timeout.ms
+	BrokerHeartbeatIntervalMs              int64 // broker.heartbeat.interval.ms
+	ControlledShutdownEnable               bool  // controlled.shutdown.enable
+	ControlledShutdownTimeoutMs            int64 // controlled.shutdown.timeout.ms (weir's)
+	AutoLeaderRebalanceEnable              bool  // auto.leader.rebalance.enable
 	// leader.imbalance.check.interval.seconds
 	LeaderImbalanceCheckIntervalSeconds int64
 	// replica.high.watermark.checkpoint.interval.ms

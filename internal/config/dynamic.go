@@ -20,7 +20,9 @@ import (
 // weir changes at runtime what Kafka calls the broker-wide defaults of
 // topic configs (log.retention.ms, log.segment.bytes, message.max.bytes,
 // min.insync.replicas, ...): every topic without its own override takes
-// the new value at once. Every other broker key is read-only at runtime.
+// the new value at once, and the reassignment throttle
+// (replica.reassignment.throttle.bytes.per.sec). Every other broker key is
+// read-only at runtime.
 
 // ErrNotDynamic: the key is a broker config weir knows but cannot change
 // on a running broker. The text is Kafka's message for the same refusal.
@@ -34,10 +36,18 @@ var notDynamic = map[string]bool{
 	"unclean.leader.election.enable":  true,
 }
 
+// dynamicBrokerOnly are the dynamic broker keys that are not topic
+// defaults: read again by the broker at every metadata change.
+var dynamicBrokerOnly = []string{"replica.reassignment.throttle.bytes.per.sec"}
+
 // dynamicBrokerKeys is the set of broker keys that may be set dynamically.
-// It is built once from the topic key table and never modified.
+// It is built once from the topic key table (and dynamicBrokerOnly) and
+// never modified.
 var dynamicBrokerKeys = func() map[string]bool {
 	m := map[string]bool{}
+	for _, name := range dynamicBrokerOnly {
+		m[name] = true
+	}
 	for _, tk := range topicKeys {
 		for _, name := range tk.brokerKeys {
 			if !notDynamic[name] {

@@ -326,6 +326,8 @@ var brokerKeys = []brokerKey{
 		"Pause after a failed follower fetch."),
 	intKey("num.replica.fetchers", TypeInt, 1, anyInt, math.MaxInt32, func(b *Broker) *int32 { return &b.NumReplicaFetchers },
 		"Fetcher threads per source broker."),
+	intKey("replica.reassignment.throttle.bytes.per.sec", TypeLong, -1, -1, noMax, func(b *Broker) *int64 { return &b.ReplicaReassignmentThrottleBytesPerSec },
+		"Most bytes per second this broker fetches for the replicas a reassignment is adding to it, until they are in sync; -1 or 0: no limit. Dynamic (weir's key)."),
 	boolKey("unclean.leader.election.enable", false, func(b *Broker) *bool { return &b.UncleanLeaderElectionEnable },
 		"Elect a leader outside the ISR when no ISR member is alive (may lose data)."),
 	intKey("broker.session.timeout.ms", TypeInt, 9000, anyInt, math.MaxInt32, func(b *Broker) *int64 { return &b.BrokerSessionTimeoutMs },

@@ -116,6 +116,7 @@ var table = []struct {
 	{metadata.ErrElectionNotNeeded, kerr.ElectionNotNeeded, true},
 	{metadata.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable, true},
 	{metadata.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable, true},
+	{metadata.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress, true},
 	{metadata.ErrInvalidRequest, kerr.InvalidRequest, true},
 	{metadata.ErrPolicyViolation, kerr.PolicyViolation, true},
 	{context.DeadlineExceeded, kerr.RequestTimedOut, false},

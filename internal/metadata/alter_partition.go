@@ -135,7 +135,12 @@ func alterOne(im *Image, brokerID int32, u ISRUpdate) (*Topic, Partition, error)
 			return nil, p, fmt.Errorf("%w: %s: %v", ErrIneligibleReplica, where, err)
 		}
 	}
-	np, _ := withState(p, p.Leader, inReplicaOrder(p.Replicas, ids), u.LeaderRecoveryState)
+	// The ISR may now hold every adding replica of a reassignment, which
+	// then completes in the same change (reassign.go).
+	next := p
+	next.ISR = inReplicaOrder(p.Replicas, ids)
+	next.LeaderRecoveryState = u.LeaderRecoveryState
+	np, _ := im.settle(p, next)
 	return t, np, nil
 }
 

@@ -14,6 +14,7 @@ type applyResult struct {
 	brokerEpoch     int64                  // register_broker
 	altered         []AlterPartitionResult // alter_partition
 	elected         []ElectionResult       // elect_leaders
+	reassigned      []error                // reassign_partitions, per partition
 	err             error
 }
 
@@ -40,6 +41,8 @@ func applyCommand(im *Image, index uint64, data []byte) (*Image, applyResult) {
 		res.altered, res.err = applyAlterPartition(next, c)
 	case *electLeadersCmd:
 		res.elected, res.err = applyElectLeaders(next, c)
+	case *reassignPartitionsCmd:
+		res.reassigned = applyReassignPartitions(next, c)
 	case *bootstrapCmd:
 		res.err = applyBootstrap(next, c)
 	case *registerBrokerCmd:
@@ -232,7 +235,7 @@ func applyCreatePartitions(im *Image, c *createPartitionsCmd) error {
 	}
 	want := 0
 	if cur > 0 {
-		want = len(t.Partitions[0].Replicas)
+		want = len(t.Partitions[0].TargetReplicas())
 	}
 	if err := checkAssignments(im, c.Assignments, want, cur); err != nil {
 		return err

@@ -134,7 +134,10 @@ func decodeCommand(b []byte) (cmdType, any, error) {
 	case cmdActivateTopic, cmdAbortTopic:
 		payload = &topicRefCmd{}
 	default:
-		if payload = clusterPayload(env.Type); payload == nil {
+		if payload = clusterPayload(env.Type); payload == nil && env.Type == cmdReassignPartitions {
+			payload = &reassignPartitionsCmd{}
+		}
+		if payload == nil {
 			return "", nil, fmt.Errorf("decode command: unknown type %q", env.Type)
 		}
 	}

@@ -72,6 +72,11 @@
 //   - ElectLeaders: preferred makes the first replica leader if it is in
 //     the ISR and eligible; unclean gives an offline partition its first
 //     eligible replica as leader with ISR = {it}, recovering (KIP-704).
+//   - Reassignment (AlterPartitionReassignments, reassign.go): the target
+//     replicas are recorded with the adding and removing ones; once every
+//     adding replica is in the ISR the removing ones leave replicas and
+//     ISR in the same change, and a removed leader hands over to the first
+//     in-sync, eligible replica of the target. Cancelling reverts.
 //   - New partitions (CreateTopic, CreatePartitions) are placed on eligible
 //     brokers only, rack-aware when brokers have racks; their ISR is their
 //     eligible replicas and the first of those leads.

@@ -74,4 +74,7 @@ var (
 	// ErrEligibleLeadersNotAvailable: ELIGIBLE_LEADERS_NOT_AVAILABLE (83).
 	// An unclean election found no live replica.
 	ErrEligibleLeadersNotAvailable = errors.New("eligible leaders not available")
+	// ErrNoReassignmentInProgress: NO_REASSIGNMENT_IN_PROGRESS (85). A
+	// cancellation named a partition that is not being reassigned.
+	ErrNoReassignmentInProgress = errors.New("no reassignment in progress")
 )

@@ -143,7 +143,7 @@ func TestDecodeSnapshotRejectsBrokenInvariants(t *testing.T) {
 	cases := map[string]string{
 		"garbage":         `{{`,
 		"version 0":       `{"version":0}`,
-		"version 4":       `{"version":4}`,
+		"version 5":       `{"version":5}`,
 		"bad resource":    `{"version":3,"brokerConfigs":{"01":{"a":"b"}}}`,
 		"neg resource":    `{"version":3,"brokerConfigs":{"-1":{"a":"b"}}}`,
 		"empty configs":   `{"version":3,"brokerConfigs":{"1":{}}}`,

@@ -39,6 +39,10 @@ func FuzzApplyCommand(f *testing.F) {
 		{cmdCreatePartitions, createPartitionsCmd{Name: "t", Total: 3, Assignments: [][]int32{{2, 1}}, Limits: &PartitionLimits{MaxPartitions: 2}}},
 		{cmdActivateTopic, topicRefCmd{Name: "t", ID: [16]byte{1}}},
 		{cmdAbortTopic, topicRefCmd{Name: "t", ID: [16]byte{1}}},
+		{cmdReassignPartitions, reassignPartitionsCmd{Partitions: []reassignmentRef{
+			{TopicID: [16]byte{1}, Partition: 0, Replicas: []int32{2, 3}},
+			{TopicID: [16]byte{1}, Partition: 1, Cancel: true, AllowUnclean: true},
+			{TopicID: [16]byte{1}, Partition: 0, Replicas: []int32{1}, KeepReplicationFactor: true}}}},
 	}
 	for _, s := range seeds {
 		f.Add(mustCommand(f, s.t, s.p))

@@ -59,7 +59,28 @@ type Partition struct {
 	// unclean election until the leader reports it recovered through
 	// AlterPartition; meanwhile the ISR stays {leader}.
 	LeaderRecoveryState int8 `json:"leaderRecoveryState,omitempty"`
+	// AddingReplicas and RemovingReplicas are a reassignment in progress
+	// (KIP-455): Replicas is then the target replicas followed by the
+	// removing ones, the adding replicas catch up as followers, and once
+	// all of them are in the ISR the removing ones leave (reassign.go).
+	// Both are subsets of Replicas, disjoint, and empty when no
+	// reassignment is in progress.
+	AddingReplicas   []int32 `json:"addingReplicas,omitempty"`
+	RemovingReplicas []int32 `json:"removingReplicas,omitempty"`
 }
+
+// Reassigning reports whether a reassignment of p is in progress.
+func (p Partition) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
+}
+
+// TargetReplicas is the replica set p has once its reassignment, if any,
+// completes: Replicas without the removing ones.
+func (p Partition) TargetReplicas() []int32 { return minus(p.Replicas, p.RemovingReplicas) }
+
+// OriginalReplicas is the replica set p had before its reassignment, if
+// any (Replicas without the adding ones): what a cancellation goes back to.
+func (p Partition) OriginalReplicas() []int32 { return minus(p.Replicas, p.AddingReplicas) }
 
 // Leader recovery states (Kafka's LeaderRecoveryState values).
 const (

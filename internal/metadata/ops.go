@@ -210,7 +210,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, total in
 	if err := checkTotalPartitions(name, cur, int(total)); err != nil {
 		return err
 	}
-	rf := len(t.Partitions[0].Replicas)
+	rf := len(t.Partitions[0].TargetReplicas())
 	add := int(total) - cur
 	if assignments != nil {
 		if len(assignments) != add {

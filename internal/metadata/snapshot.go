@@ -10,12 +10,16 @@ import (
 // snapshotVersion is bumped when the snapshot layout changes. Version 2
 // added the broker lifecycle (incarnation, epoch, fenced, controlled
 // shutdown) and the partitions' leader recovery state; version 3 the
-// dynamic broker configs, so that a binary that does not know them refuses
-// the snapshot rather than silently drop them. Version 1 snapshots
+// dynamic broker configs; version 4 the partitions' reassignments in
+// progress (adding and removing replicas), so that a binary that does not
+// know them refuses the snapshot rather than silently drop them (a
+// reassignment dropped that way would leave its adding and removing
+// replicas in Replicas for good). Versions 2 and 3 load as they are, with
+// no reassignment in progress. Version 1 snapshots
 // still load: their brokers become legacy registrations (epoch 0,
 // unfenced), exactly what replaying the log they summarise gives, so a node
 // restored from one agrees with a node that replays.
-const snapshotVersion = 3
+const snapshotVersion = 4
 
 // oldestSnapshotVersion is the oldest version decodeSnapshot reads.
 const oldestSnapshotVersion = 1
@@ -152,6 +156,28 @@ func checkSnapshotPartition(p Partition) error {
 	}
 	if p.LeaderRecoveryState != LeaderRecovered && p.LeaderRecoveryState != LeaderRecovering {
 		return fmt.Errorf("unknown leader recovery state %d", p.LeaderRecoveryState)
+	}
+	return checkSnapshotReassignment(p)
+}
+
+// checkSnapshotReassignment checks a reassignment in progress: adding and
+// removing replicas are distinct replicas, the two sets disjoint, and
+// some replica is neither (the target is never empty).
+func checkSnapshotReassignment(p Partition) error {
+	for _, set := range [][]int32{p.AddingReplicas, p.RemovingReplicas} {
+		for j, r := range set {
+			if !slices.Contains(p.Replicas, r) || slices.Contains(set[:j], r) {
+				return fmt.Errorf("reassignment %v/%v is not a set of replicas %v", p.AddingReplicas, p.RemovingReplicas, p.Replicas)
+			}
+		}
+	}
+	for _, r := range p.AddingReplicas {
+		if slices.Contains(p.RemovingReplicas, r) {
+			return fmt.Errorf("replica %d both adding and removing", r)
+		}
+	}
+	if len(p.RemovingReplicas) >= len(p.Replicas) {
+		return fmt.Errorf("every replica is being removed")
 	}
 	return nil
 }

@@ -196,10 +196,17 @@ func (p *Partition) Update(s State) (Transition, error) {
 		p.pendingISR = nil
 	}
 	if leader {
-		// Replicas added by a reassignment get a follower entry.
+		// Replicas added by a reassignment get a follower entry; those it
+		// removed are forgotten, so that their fetches are refused and a
+		// replica added back later starts from nothing known.
 		for _, id := range s.Replicas {
 			if _, ok := p.followers[id]; !ok && id != p.localID {
 				p.followers[id] = newFollower(id, p.now())
+			}
+		}
+		for id := range p.followers {
+			if !slices.Contains(s.Replicas, id) {
+				delete(p.followers, id)
 			}
 		}
 		p.advanceHWLocked()

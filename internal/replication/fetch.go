@@ -24,8 +24,8 @@ type sentPartition struct {
 // gen is the fetcher's addition count the list reflects: if a partition
 // was added since, nothing is sent (the next round includes it). The
 // error is a connection failure; a fetch cut short by an addition is not.
-func (f *fetcher) fetch(parts []*partition, gen uint64) error {
-	req, sent, drops := f.buildFetch(parts)
+func (f *fetcher) fetch(parts []*partition, gen uint64, budget int64) error {
+	req, sent, drops := f.buildFetch(parts, budget)
 	defer func() { f.m.detachAll(drops) }()
 	if len(sent) == 0 {
 		return nil
@@ -97,8 +97,9 @@ func (f *fetcher) fetch(parts []*partition, gen uint64) error {
 // buildFetch makes the request: every version's replica id fields, the
 // current leader epoch per partition (so a deposed leader answers
 // FENCED_LEADER_EPOCH instead of data), and both the topic name and id
-// (v0-12 read the name, v13+ the id).
-func (f *fetcher) buildFetch(parts []*partition) (*kmsg.FetchRequest, []sentPartition, []*partition) {
+// (v0-12 read the name, v13+ the id). Throttled partitions share budget
+// bytes (throttle.go); once it is given out the rest of them wait.
+func (f *fetcher) buildFetch(parts []*partition, budget int64) (*kmsg.FetchRequest, []sentPartition, []*partition) {
 	cfg := f.m.cfg
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = cfg.LocalID
@@ -124,6 +125,14 @@ func (f *fetcher) buildFetch(parts []*partition) (*kmsg.FetchRequest, []sentPart
 		if !ok {
 			continue
 		}
+		maxBytes := cfg.PartitionMaxBytes
+		if p.throttled.Load() {
+			if budget <= 0 {
+				continue
+			}
+			maxBytes = int32(min(int64(maxBytes), budget))
+			budget -= int64(maxBytes)
+		}
 		k := topicKey{p.tp.Topic, p.topicID}
 		i, seen := topics[k]
 		if !seen {
@@ -141,7 +150,7 @@ func (f *fetcher) buildFetch(parts []*partition) (*kmsg.FetchRequest, []sentPart
 		// fetching, not through the fetch's diverging epoch (KIP-595).
 		rp.LastFetchedEpoch = -1
 		rp.LogStartOffset = fs.LogStart
-		rp.PartitionMaxBytes = cfg.PartitionMaxBytes
+		rp.PartitionMaxBytes = maxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		sent = append(sent, sentPartition{p: p, offset: fs.LogEnd})
 	}
@@ -194,6 +203,9 @@ func (f *fetcher) applyData(s *sentPartition, rp *kmsg.FetchResponseTopicPartiti
 		return false
 	}
 	end := fs.LogEnd
+	if p.throttled.Load() {
+		f.m.throttle.charge(len(records))
+	}
 	if len(records) > 0 {
 		info, err := f.appendBatches(p, fs, records)
 		if err != nil {

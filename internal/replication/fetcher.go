@@ -137,6 +137,10 @@ func (f *fetcher) run() {
 				fetching = append(fetching, p)
 			}
 		}
+		fetching, budget, due := f.m.throttleRound(fetching)
+		if !due.IsZero() && (next.IsZero() || due.Before(next)) {
+			next = due
+		}
 		if len(truncating) == 0 && len(fetching) == 0 {
 			f.sleep(next)
 			continue
@@ -153,7 +157,7 @@ func (f *fetcher) run() {
 			// asks again.
 			continue
 		}
-		if err := f.fetch(fetching, gen); err != nil {
+		if err := f.fetch(fetching, gen, budget); err != nil {
 			f.connectionFailed(parts, err)
 		}
 	}

@@ -26,6 +26,9 @@ type Manager struct {
 	fetchers map[fetcherKey]*fetcher
 	// stopping are fetchers told to stop and not yet waited for.
 	stopping []*fetcher
+	// throttled are the partitions under the reassignment throttle.
+	throttled map[storage.TopicPartition]bool
+	throttle  *throttle
 }
 
 // New returns a manager with no partitions; Follow starts fetchers.
@@ -39,6 +42,9 @@ func New(cfg Config, d Dialer, logger *slog.Logger) *Manager {
 		log:      logger.With("component", "replication"),
 		parts:    map[storage.TopicPartition]*partition{},
 		fetchers: map[fetcherKey]*fetcher{},
+
+		throttled: map[storage.TopicPartition]bool{},
+		throttle:  newThrottle(),
 	}
 	m.brokerEpoch.Store(cfg.BrokerEpoch)
 	return m
@@ -73,6 +79,7 @@ func (m *Manager) Follow(r Replica, topicID [16]byte, leaderID, leaderEpoch int3
 		old.log.Info("stopped following: new leader or epoch", "new_leader", leaderID, "new_leader_epoch", leaderEpoch)
 	}
 	p := newPartition(r, topicID, leaderID, leaderEpoch, m.log)
+	p.throttled.Store(m.throttled[tp])
 	m.parts[tp] = p
 	key := fetcherKey{leader: leaderID, index: m.fetcherIndex(tp)}
 	f := m.fetchers[key]
@@ -96,6 +103,7 @@ func (m *Manager) Unfollow(tp storage.TopicPartition) {
 		return
 	}
 	delete(m.parts, tp)
+	delete(m.throttled, tp)
 	m.retireLocked(p)
 	p.log.Info("stopped following")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weir-project/weir/internal/replica"
@@ -77,6 +78,8 @@ type Status struct {
 	// Lag is how far the local log end is behind the leader's high
 	// watermark (Kafka's ConsumerLag for replica fetchers).
 	Lag int64
+	// Throttled: fetched under the reassignment throttle.
+	Throttled bool
 }
 
 // partition is one Follow: a replica following one leader at one epoch.
@@ -108,6 +111,9 @@ type partition struct {
 	oorAt    int64
 	logEnd   int64
 	leaderHW int64
+
+	// throttled: fetched under the reassignment throttle (throttle.go).
+	throttled atomic.Bool
 }
 
 func newPartition(r Replica, topicID [16]byte, leader, epoch int32, log *slog.Logger) *partition {
@@ -140,6 +146,7 @@ func (p *partition) status() Status {
 	s := Status{
 		TopicPartition: p.tp, LeaderID: p.leader, LeaderEpoch: p.epoch, State: p.state,
 		LastError: p.lastErr, LogEnd: p.logEnd, LeaderHighWatermark: p.leaderHW,
+		Throttled: p.throttled.Load(),
 	}
 	if time.Now().Before(p.delayTo) {
 		s.DelayedUntil = p.delayTo
