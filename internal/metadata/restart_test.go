@@ -175,8 +175,14 @@ func TestConfiguredClusterIDIsRecordedOnce(t *testing.T) {
 	if got := c.Image().ClusterID(); got != cfg.ClusterID {
 		t.Fatalf("cluster id %q, want %q", got, cfg.ClusterID)
 	}
-	c.cfg.ClusterID = "SomethingElseEntirely0" // a later start cannot change it
-	c2 := reopen(t, c)
+	// A later start cannot change it. The changed config is a copy given to
+	// the new controller: the running one still reads its own.
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	cfg2 := c.cfg
+	cfg2.ClusterID = "SomethingElseEntirely0"
+	c2 := openLeader(t, cfg2)
 	if got := c2.Image().ClusterID(); got != cfg.ClusterID {
 		t.Fatalf("cluster id %q after restart, want %q", got, cfg.ClusterID)
 	}
