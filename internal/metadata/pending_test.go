@@ -169,7 +169,9 @@ func TestPendingTopicSurvivesSnapshot(t *testing.T) {
 // created topic: the activation gets its own time after Prepare.
 func TestSlowPrepareStillActivates(t *testing.T) {
 	cfg := testConfig(t.TempDir())
-	cfg.PendingTimeout = 100 * time.Millisecond
+	// Long enough for one Raft apply on a loaded machine (100 ms timed out
+	// once at load 17), short enough to keep the test quick.
+	cfg.PendingTimeout = time.Second
 	c := openLeader(t, cfg)
 	if err := c.RegisterBroker(testCtx(t), Broker{ID: 1, Host: "127.0.0.1", Port: 9091}); err != nil {
 		t.Fatal(err)
@@ -180,7 +182,7 @@ func TestSlowPrepareStillActivates(t *testing.T) {
 		Prepare: func(pctx context.Context, _ *Topic) error {
 			// Slow work, as opening thousands of logs is; the sleep is
 			// the work, not a wait for a condition.
-			time.Sleep(6 * cfg.PendingTimeout)
+			time.Sleep(cfg.PendingTimeout * 3 / 2)
 			if pctx.Err() != nil {
 				t.Errorf("Prepare's context done: %v", pctx.Err())
 			}
