@@ -241,7 +241,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 		voters = map[int32]string{opts.NodeID: ctrlAddr}
 	}
 	metaVoters := opts.Voters
-	if opts.BrokerOnly {
+	// A controller missing from controller.quorum.voters is an observer
+	// (KIP-853): it joins as a non-voter, to be promoted by AddRaftVoter.
+	_, listed := voters[opts.NodeID]
+	observer := !opts.BrokerOnly && !listed
+	if opts.BrokerOnly || observer {
 		metaVoters = nil // joins as a non-voter when the controller adds it
 	}
 	b.meta, err = metadata.Open(metadata.Config{
@@ -250,7 +254,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		RaftAddr:                 ctrlAddr,
 		Stream:                   b.ctrlMux.Raft(),
 		Voters:                   metaVoters,
-		Join:                     opts.BrokerOnly,
+		Join:                     opts.BrokerOnly || observer,
 		ClusterID:                storedClusterID,
 		Logger:                   logger,
 		ValidateTopicName:        config.ValidateTopicName,
@@ -271,6 +275,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if !opts.BrokerOnly {
 		b.ctrlSvc = controller.New(controller.Config{
 			Voters:               voters,
+			ControllerListener:   opts.ControllerListener,
 			SessionTimeout:       opts.SessionTimeout,
 			AutoLeaderRebalance:  opts.AutoLeaderRebalance,
 			LeaderImbalanceCheck: opts.LeaderImbalanceCheck,
@@ -285,7 +290,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 			id, _, ok := b.meta.Leader()
 			return id, ok
 		},
-		Logger: logger.With("component", "ctrlclient"),
+		CurrentVoters: b.currentVoters,
+		Logger:        logger.With("component", "ctrlclient"),
 	})
 	defer b.ctrl.Close()
 	b.producerIDs = txn.NewProducerIDs(producerIDSource{b}, txn.DefaultBlockSize)
@@ -308,7 +314,14 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	if opts.BrokerOnly {
+	if observer {
+		// Registering as a controller makes the active controller add this
+		// node to Raft at its CONTROLLER listener.
+		if err := b.registerController(startCtx, ctrlAddr); err != nil {
+			return err
+		}
+	}
+	if opts.BrokerOnly || observer {
 		// Registering makes the controller add this node to Raft as a
 		// non-voter; only then does the metadata log reach it.
 		if err := b.register(startCtx, storedClusterID); err != nil {
@@ -324,7 +337,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := writeMetaProperties(opts.LogDirs, opts.NodeID, b.meta.Image().ClusterID()); err != nil {
 		return err
 	}
-	if !opts.BrokerOnly {
+	if !opts.BrokerOnly && !observer {
 		if err := b.register(startCtx, b.meta.Image().ClusterID()); err != nil {
 			return err
 		}
@@ -480,7 +493,7 @@ func (b *Broker) controlledShutdown() {
 // closeMetadata hands Raft leadership to another voter first, if this node
 // leads, so that the quorum does not wait an election timeout.
 func (b *Broker) closeMetadata() error {
-	if b.meta.IsLeader() && len(b.opts.Voters) > 1 {
+	if b.meta.IsLeader() && b.quorumVoterCount() > 1 {
 		if err := b.meta.TransferLeadership(5 * time.Second); err != nil {
 			b.log.Info("metadata leadership not handed over before stopping", slog.Any("err", err))
 		}

@@ -34,6 +34,7 @@ func newTopicCmd() *cobra.Command {
 		newTopicAlterCmd(cf),
 		newTopicOffsetsCmd(cf),
 	)
+	cmd.AddCommand(newTopicElectLeadersCmd(cf))
 	return cmd
 }
 

@@ -40,6 +40,10 @@ func applyCommand(im *Image, index uint64, data []byte) (*Image, applyResult) {
 		res.altered, res.err = applyAlterPartition(next, c)
 	case *electLeadersCmd:
 		res.elected, res.err = applyElectLeaders(next, c)
+	case *unregisterBrokerCmd:
+		res.err = applyUnregisterBroker(next, c)
+	case *registerControllerCmd:
+		res.err = applyRegisterController(next, c)
 	case *bootstrapCmd:
 		res.err = applyBootstrap(next, c)
 	case *registerBrokerCmd:

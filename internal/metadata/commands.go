@@ -135,6 +135,9 @@ func decodeCommand(b []byte) (cmdType, any, error) {
 		payload = &topicRefCmd{}
 	default:
 		if payload = clusterPayload(env.Type); payload == nil {
+			payload = opsPayload(env.Type)
+		}
+		if payload == nil {
 			return "", nil, fmt.Errorf("decode command: unknown type %q", env.Type)
 		}
 	}

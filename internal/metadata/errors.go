@@ -74,4 +74,15 @@ var (
 	// ErrEligibleLeadersNotAvailable: ELIGIBLE_LEADERS_NOT_AVAILABLE (83).
 	// An unclean election found no live replica.
 	ErrEligibleLeadersNotAvailable = errors.New("eligible leaders not available")
+
+	// Cluster operations (ops_commands.go, quorum.go).
+
+	// ErrBrokerNotRegistered: BROKER_ID_NOT_REGISTERED (102).
+	// UnregisterBroker named a broker that is not registered.
+	ErrBrokerNotRegistered = errors.New("broker id not registered")
+	// ErrDuplicateVoter: DUPLICATE_VOTER (126). AddRaftVoter named a voter.
+	ErrDuplicateVoter = errors.New("duplicate voter")
+	// ErrVoterNotFound: VOTER_NOT_FOUND (127). RemoveRaftVoter named a
+	// node that is not a voter.
+	ErrVoterNotFound = errors.New("voter not found")
 )

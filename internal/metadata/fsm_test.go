@@ -143,7 +143,10 @@ func TestDecodeSnapshotRejectsBrokenInvariants(t *testing.T) {
 	cases := map[string]string{
 		"garbage":         `{{`,
 		"version 0":       `{"version":0}`,
-		"version 4":       `{"version":4}`,
+		"version 5":       `{"version":5}`,
+		"dup controller":  `{"version":4,"controllers":[{"id":2,"endpoints":[{"listener":"C","host":"h","port":1}]},{"id":2,"endpoints":[{"listener":"C","host":"h","port":1}]}]}`,
+		"no ctrl ep":      `{"version":4,"controllers":[{"id":2,"endpoints":[]}]}`,
+		"bad ctrl port":   `{"version":4,"controllers":[{"id":2,"endpoints":[{"listener":"C","host":"h","port":0}]}]}`,
 		"bad resource":    `{"version":3,"brokerConfigs":{"01":{"a":"b"}}}`,
 		"neg resource":    `{"version":3,"brokerConfigs":{"-1":{"a":"b"}}}`,
 		"empty configs":   `{"version":3,"brokerConfigs":{"1":{}}}`,
