@@ -303,7 +303,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	var bgWG sync.WaitGroup
-	defer bgWG.Wait()
+	// Cancel before waiting: deferred calls run last-registered first, so
+	// the stopBG above would come after this wait, and a broker-only node
+	// (no controller server whose cleanup cancels bg) never exited on
+	// SIGTERM.
+	defer func() { stopBG(); bgWG.Wait() }()
 	if b.ctrlSrv != nil {
 		serveCtrl := make(chan error, 1)
 		go func() { serveCtrl <- b.ctrlSrv.Serve(bg) }()
