@@ -223,13 +223,22 @@ func TestUnregisterStoppedBroker(t *testing.T) {
 	n1 := c.Node(1)
 	n2 := c.AddBrokerOnly()
 	createTopic(t, c, "gone", 1, 2, nil)
+	createAssignedTopic(t, c, "pref2", [][]int32{{2, 1}}, nil)
+	createAssignedTopic(t, c, "only2", [][]int32{{2}}, nil)
 	n2.Stop()
 	<-waitExit(n2)
 	harness.WaitFor(t, opTimeout, "broker 2 fenced and out of the ISR", func() bool {
 		st, err := n1.Partition("gone", 0)
+		o, _ := n1.Partition("only2", 0)
 		m, _ := brokerIDs(t, n1)
-		return err == nil && slices.Equal(st.ISR, []int32{1}) && !slices.Contains(m, 2)
+		return err == nil && slices.Equal(st.ISR, []int32{1}) && o.Leader == -1 && !slices.Contains(m, 2)
 	})
+	// With its preferred (or only) replica gone, no election can help.
+	cl := rawClient(t, n1)
+	wantCode(t, "preferred election, preferred replica stopped", electOne(t, cl, 0, "pref2"), kerr.PreferredLeaderNotAvailable)
+	wantCode(t, "preferred election of an offline partition", electOne(t, cl, 0, "only2"), kerr.PreferredLeaderNotAvailable)
+	wantCode(t, "unclean election, no live replica", electOne(t, cl, 1, "only2"), kerr.EligibleLeadersNotAvailable)
+	wantCode(t, "unclean election of a led partition", electOne(t, cl, 1, "pref2"), kerr.ElectionNotNeeded)
 	out := harness.RunCLI(t, n1, "cluster", "unregister", "2")
 	if !strings.Contains(out, "Broker 2 is no longer registered") {
 		t.Fatalf("unregister: %q", out)
@@ -259,4 +268,23 @@ func TestUnregisterStoppedBroker(t *testing.T) {
 	if m, _ := brokerIDs(t, n1); !slices.Equal(m, []int32{1, 2}) {
 		t.Fatalf("after restarting 2: brokers %v", m)
 	}
+}
+
+// electOne sends ElectLeaders (v2, type typ) for partition 0 of topic and
+// returns that partition's error code.
+func electOne(t *testing.T, cl *kgo.Client, typ int8, topic string) int16 {
+	t.Helper()
+	req := kmsg.NewPtrElectLeadersRequest()
+	req.ElectionType, req.TimeoutMillis = typ, 10000
+	rt := kmsg.NewElectLeadersRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{0}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(harness.Ctx(t, opTimeout), cl)
+	if err != nil {
+		t.Fatalf("ElectLeaders %s: %v", topic, err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("ElectLeaders %s: answer %+v", topic, resp.Topics)
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
 }

@@ -131,7 +131,10 @@ func TestQuorumGrowAndShrink(t *testing.T) {
 	c.WaitPartition("pref", 0, opTimeout, "a leader other than 2", func(st harness.PartitionState) bool { return st.Leader > 0 && st.Leader != 2 })
 	n2.Restart()
 	c.WaitFullISR("pref", 0, opTimeout)
-	out = weirCLI(t, all, "topic", "elect-leaders", "--election-type", "preferred", "--topic", "pref")
+	// Through a node that is not the controller: it forwards.
+	v = waitVoters(t, n1, 1, 2, 3)
+	follower := c.Node(1 + v.leader%3)
+	out = weirCLI(t, []*harness.Broker{follower}, "topic", "elect-leaders", "--election-type", "preferred", "--topic", "pref")
 	if !strings.Contains(out, "Successfully completed leader election (PREFERRED) for partitions pref-0") {
 		t.Fatalf("elect-leaders: %q", out)
 	}
