@@ -167,6 +167,11 @@ func TestQuorumGrowAndShrink(t *testing.T) {
 
 	// Shrink back to node 1 alone, making topics meanwhile.
 	weirCLI(t, all, "cluster", "quorum", "remove", "--controller-id", "3")
+	// If 3 led, it stepped down once the change committed: wait for the
+	// new leader before the next create, which would otherwise race the
+	// election (a create cut short by a failover leaves its name taken
+	// until the new controller aborts it).
+	waitVoters(t, n1, 1, 2)
 	createTopic(t, c, "shrink-1", 1, 3, nil)
 	weirCLI(t, all, "cluster", "quorum", "remove", "--controller-id", "2")
 	v = waitVoters(t, n2, 1)
