@@ -119,6 +119,9 @@ type Broker struct {
 	// dynamic is the effective configuration (dynconfig.go).
 	dynamic dynamicConfig
 
+	// moves are replica moves between log dirs in flight (logdirs_move.go).
+	moves sync.WaitGroup
+
 	reconcileMu sync.Mutex
 	lastImage   *metadata.Image
 	retry       map[storage.TopicPartition]bool // partitions whose last reconciliation failed
@@ -412,6 +415,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		serveErr = <-serveClients
 	}
 	wg.Wait()
+	b.moves.Wait()
 	b.fetchers.Close()
 	return serveErr
 }

@@ -17,9 +17,8 @@ import (
 )
 
 // Cluster operations (issue 13): leader elections, the metadata quorum's
-// membership, unregistering brokers. (AlterReplicaLogDirs is not served
-// yet: clients get UNSUPPORTED_VERSION rather than a move that does not
-// happen.)
+// membership, unregistering brokers, moving replicas between log dirs
+// (logdirs_move.go).
 
 // opsAPIs are the APIs of this file, with their version ranges (merged
 // into supported by apiVersions).
@@ -30,6 +29,7 @@ var opsAPIs = map[int16][2]int16{
 	kmsg.RemoveRaftVoter.Int16():        {0, 0},
 	kmsg.UnregisterBroker.Int16():       {0, 0},
 	kmsg.ControllerRegistration.Int16(): {0, 0},
+	kmsg.AlterReplicaLogDirs.Int16():    {0, 2},
 }
 
 // handleOps serves this file's APIs; ok is false for any other request.
@@ -47,6 +47,8 @@ func (b *Broker) handleOps(ctx context.Context, onController bool, req kmsg.Requ
 			return resp, true, err
 		}
 		return b.handleElectLeaders(ctx, r), true, nil
+	case *kmsg.AlterReplicaLogDirsRequest:
+		return b.handleAlterReplicaLogDirs(ctx, r), true, nil
 	}
 	if !controller.Forwarded(req) {
 		return nil, false, nil
