@@ -2,13 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -97,7 +98,7 @@ func TestQuorumGrowAndShrink(t *testing.T) {
 	c := harness.StartCluster(t, 1)
 	guardNodes(t, c)
 	n1 := c.Node(1)
-	createTopic(t, c, "grow-0", 1, 1, nil)
+	createTopicOn(t, []*harness.Broker{n1}, "grow-0", 1, 1)
 	n2 := c.AddController([]*harness.Broker{n1})
 	n3 := c.AddController([]*harness.Broker{n1})
 	all := []*harness.Broker{n1, n2, n3}
@@ -111,9 +112,9 @@ func TestQuorumGrowAndShrink(t *testing.T) {
 	if !strings.Contains(out, "Added controller 2") {
 		t.Fatalf("quorum add 2: %q", out)
 	}
-	createTopic(t, c, "grow-1", 2, 2, nil)
+	createTopicOn(t, all, "grow-1", 2, 2)
 	weirCLI(t, all, "cluster", "quorum", "add", "--controller-id", "3")
-	createTopic(t, c, "grow-2", 3, 3, nil)
+	createTopicOn(t, all, "grow-2", 3, 3)
 	v = waitVoters(t, n3, 1, 2, 3)
 	desc := weirCLI(t, all, "cluster", "quorum", "describe")
 	for _, want := range []string{"CurrentVoters:          [1,2,3]", "Leader", "Follower"} {
@@ -161,7 +162,7 @@ func TestQuorumGrowAndShrink(t *testing.T) {
 		nv, err := describeQuorumAt(alive[0].Addr)
 		return err == nil && nv.leader != dead.NodeID() && nv.leader > 0
 	})
-	createTopicOn(t, alive, "grow-3", 2)
+	createTopicOn(t, alive, "grow-3", 1, 2)
 	dead.Restart()
 	waitVoters(t, dead, 1, 2, 3)
 
@@ -172,19 +173,19 @@ func TestQuorumGrowAndShrink(t *testing.T) {
 	// election (a create cut short by a failover leaves its name taken
 	// until the new controller aborts it).
 	waitVoters(t, n1, 1, 2)
-	createTopic(t, c, "shrink-1", 1, 3, nil)
+	createTopicOn(t, all, "shrink-1", 1, 3)
 	weirCLI(t, all, "cluster", "quorum", "remove", "--controller-id", "2")
 	v = waitVoters(t, n2, 1)
 	if !slices.Equal(v.observers, []int32{2, 3}) {
 		t.Fatalf("observers after shrinking: %v, want [2 3]", v.observers)
 	}
-	createTopic(t, c, "shrink-2", 3, 3, nil)
+	createTopicOn(t, all, "shrink-2", 3, 3)
 	// Voter 1 alone is the quorum: with 2 and 3 stopped it still commits.
 	n2.Stop()
 	n3.Stop()
 	<-waitExit(n2)
 	<-waitExit(n3)
-	createTopicOn(t, []*harness.Broker{n1}, "shrink-3", 1)
+	createTopicOn(t, []*harness.Broker{n1}, "shrink-3", 1, 1)
 	for _, topic := range []string{"grow-0", "grow-1", "grow-2", "grow-3", "shrink-1", "shrink-2", "shrink-3"} {
 		if _, err := n1.Partition(topic, 0); err != nil {
 			t.Fatalf("topic %s after the quorum changes: %v", topic, err)
@@ -205,13 +206,16 @@ func waitExit(b *harness.Broker) <-chan struct{} {
 }
 
 // createTopicOn creates a topic through the given nodes only (others may
-// be down) and produces one record to it, acks=all.
-func createTopicOn(t *testing.T, nodes []*harness.Broker, topic string, rf int16) {
+// be down), waits for its leader, and produces one record to it, acks=all.
+//
+// A creation cut short by a controller failover (the quorum's leader may
+// step down while voters change, or on a loaded machine) can leave the
+// name held by a pending topic that the next controller aborts: a retry
+// then hears TOPIC_ALREADY_EXISTS for a topic that never appears. So an
+// "already exists" is checked: the topic must show up, else creation is
+// tried again once the name is free.
+func createTopicOn(t *testing.T, nodes []*harness.Broker, topic string, partitions int32, rf int16) {
 	t.Helper()
-	out := weirCLI(t, nodes, "topic", "create", topic, "--partitions", "1", "--replication-factor", strconv.Itoa(int(rf)))
-	if !strings.Contains(out, topic) {
-		t.Fatalf("topic create %s: %q", topic, out)
-	}
 	var addrs []string
 	for _, b := range nodes {
 		addrs = append(addrs, b.Addr)
@@ -221,6 +225,36 @@ func createTopicOn(t *testing.T, nodes []*harness.Broker, topic string, rf int16
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	visible := func() bool {
+		st, err := nodes[0].Partition(topic, 0)
+		return err == nil && st.Leader >= 0
+	}
+	harness.WaitFor(t, 2*opTimeout, "topic "+topic+" created", func() bool {
+		resp, err := adm.CreateTopic(harness.Ctx(t, opTimeout), partitions, rf, nil, topic)
+		if err == nil {
+			err = resp.Err
+		}
+		switch {
+		case err == nil:
+			return true
+		case errors.Is(err, kerr.TopicAlreadyExists):
+			// Created by an earlier attempt, or held by one the new
+			// controller is about to abort: wait and see which.
+			deadline := time.Now().Add(30 * time.Second)
+			for time.Now().Before(deadline) {
+				if visible() {
+					return true
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			return false
+		default:
+			t.Logf("create topic %s: %v; retrying", topic, err)
+			return false
+		}
+	})
+	harness.WaitFor(t, opTimeout, "topic "+topic+" to have leaders", visible)
 	if err := cl.ProduceSync(harness.Ctx(t, opTimeout), kgo.StringRecord("x")).FirstErr(); err != nil {
 		t.Fatalf("produce to %s: %v", topic, err)
 	}
