@@ -176,8 +176,9 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 			j := job{tp: tp, dir: i, path: p, rp: rps[key], lso: lsos[key], hw: hws[key], cleaned: cleanerPoints[i][key], cleanShutdown: clean}
 			if mo, ok := moved[tp]; ok {
 				// Moved here from another dir just before a crash: this
-				// dir's checkpoints do not know it yet.
-				j.rp, j.lso, j.hw, j.cleaned, j.cleanShutdown = 0, mo.logStart, mo.hw, 0, false
+				// dir's checkpoints may not know it yet.
+				j.rp, j.cleaned, j.cleanShutdown = 0, 0, false
+				j.lso, j.hw = max(j.lso, mo.logStart), max(j.hw, mo.hw)
 			}
 			jobs = append(jobs, j)
 		}
@@ -221,6 +222,12 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 		if err := syncDir(dir); err != nil {
 			return nil, err
 		}
+	}
+	if err := m.dropMoveMarkers(moved); err != nil {
+		for _, ml := range m.logs {
+			ml.log.Close()
+		}
+		return nil, fmt.Errorf("open log manager: %w", err)
 	}
 	logger.Info("log manager loaded", "partitions", len(m.logs), "dirs", len(cfg.Dirs),
 		"max_open_segment_files", files, "rlimit_nofile", limit)

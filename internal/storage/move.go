@@ -24,12 +24,15 @@ import (
 //  3. a marker file holding the log start offset and high watermark is
 //     written into it atomically: from then on the copy is complete;
 //  4. the source is renamed "...-delete", the copy renamed to its final
-//     name, the source removed, the log reopened from its new dir.
+//     name, the source removed, the log reopened from its new dir;
+//  5. once the new dir's checkpoints hold the partition, the marker goes.
 //
 // OpenManager finishes or undoes a move a crash interrupted: a future
 // directory without its marker is an unfinished copy (the source is
 // intact) and is removed; one with the marker replaces the source, as
-// step 4 would have.
+// step 4 would have; a marker found in a partition's own directory gives
+// its log start offset and high watermark (the larger of it and the
+// checkpoints'), and is dropped after the next checkpoint.
 
 // ErrLogDirNotFound: LOG_DIR_NOT_FOUND (57), a directory that is not one
 // of log.dirs.
@@ -121,6 +124,8 @@ func (m *Manager) MoveLog(tp TopicPartition, dest int, hw int64) (err error) {
 	m.finishMove(tp, managedLog{log: newLog, dir: dest}, newLog)
 	if err := m.Checkpoint(); err != nil {
 		m.logger.Warn("checkpoint after moving a log", "partition", tp.dirName(), "err", err)
+	} else if err := dropMoveMarker(final); err != nil {
+		m.logger.Warn("finish moving a log", "partition", tp.dirName(), "err", err)
 	}
 	m.logger.Info("moved log to another log dir", "partition", tp.dirName(), "from", filepath.Dir(src), "to", m.cfg.Dirs[dest])
 	return nil
@@ -187,13 +192,42 @@ func completeMove(src, future, final string) error {
 	if err := os.Rename(future, final); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", future, final, err)
 	}
-	if err := syncDir(filepath.Dir(final)); err != nil {
-		return err
+	// The marker stays until the new dir's checkpoints hold the
+	// partition (dropMoveMarker): until then it is what gives a restart
+	// the log start offset and high watermark.
+	return syncDir(filepath.Dir(final))
+}
+
+// dropMoveMarker removes the marker of a finished move, once the log
+// dir's checkpoints know the partition.
+func dropMoveMarker(dir string) error {
+	if err := os.Remove(filepath.Join(dir, moveMarkerFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove move marker in %s: %w", dir, err)
 	}
-	if err := os.Remove(filepath.Join(final, moveMarkerFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove move marker in %s: %w", final, err)
+	return syncDir(dir)
+}
+
+// readMoveMarker reads the offsets a move's marker in dir holds; ok is
+// false without a marker.
+func readMoveMarker(dir string) (mo movedOffsets, ok bool, err error) {
+	data, err := os.ReadFile(filepath.Join(dir, moveMarkerFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return mo, false, nil
 	}
-	return nil
+	if err != nil {
+		return mo, false, fmt.Errorf("read move marker in %s: %w", dir, err)
+	}
+	f := strings.Fields(string(data))
+	if len(f) != 2 {
+		return mo, false, fmt.Errorf("move marker in %s: %q", dir, data)
+	}
+	if mo.logStart, err = strconv.ParseInt(f[0], 10, 64); err == nil {
+		mo.hw, err = strconv.ParseInt(f[1], 10, 64)
+	}
+	if err != nil {
+		return mo, false, fmt.Errorf("move marker in %s: %w", dir, err)
+	}
+	return mo, true, nil
 }
 
 // copyLogDir copies the regular files of src into a new directory dst,
@@ -246,7 +280,8 @@ type movedOffsets struct{ logStart, hw int64 }
 
 // recoverMoves finishes or undoes the moves a crash interrupted (see the
 // top of this file), before the log dirs are scanned, and returns the
-// offsets of each partition whose move it finished.
+// offsets the marker of each moved partition holds: its new dir's
+// checkpoints may not know it yet.
 func recoverMoves(dirs []string) (map[TopicPartition]movedOffsets, error) {
 	out := map[TopicPartition]movedOffsets{}
 	for _, dir := range dirs {
@@ -258,30 +293,32 @@ func recoverMoves(dirs []string) (map[TopicPartition]movedOffsets, error) {
 			return nil, fmt.Errorf("list log dir %s: %w", dir, err)
 		}
 		for _, e := range entries {
-			if !e.IsDir() || !strings.HasSuffix(e.Name(), futureSuffix) {
+			if !e.IsDir() {
 				continue
 			}
-			future := filepath.Join(dir, e.Name())
-			dot := strings.LastIndexByte(e.Name(), '.')
-			tp, ok := parseTopicPartition(e.Name()[:max(dot, 0)])
-			data, merr := os.ReadFile(filepath.Join(future, moveMarkerFile))
-			if !ok || merr != nil {
-				// An unfinished copy: the source is intact.
-				if err := os.RemoveAll(future); err != nil {
-					return nil, fmt.Errorf("remove unfinished log copy %s: %w", future, err)
+			path := filepath.Join(dir, e.Name())
+			if !strings.HasSuffix(e.Name(), futureSuffix) {
+				// A finished move whose marker is still there.
+				if tp, ok := parseTopicPartition(e.Name()); ok {
+					mo, marked, err := readMoveMarker(path)
+					if err != nil {
+						return nil, err
+					}
+					if marked {
+						out[tp] = mo
+					}
 				}
 				continue
 			}
-			var mo movedOffsets
-			f := strings.Fields(string(data))
-			if len(f) != 2 {
-				return nil, fmt.Errorf("move marker in %s: %q", future, data)
-			}
-			if mo.logStart, err = strconv.ParseInt(f[0], 10, 64); err == nil {
-				mo.hw, err = strconv.ParseInt(f[1], 10, 64)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("move marker in %s: %w", future, err)
+			dot := strings.LastIndexByte(e.Name(), '.')
+			tp, ok := parseTopicPartition(e.Name()[:max(dot, 0)])
+			mo, marked, merr := readMoveMarker(path)
+			if !ok || !marked || merr != nil {
+				// An unfinished copy: the source is intact.
+				if err := os.RemoveAll(path); err != nil {
+					return nil, fmt.Errorf("remove unfinished log copy %s: %w", path, err)
+				}
+				continue
 			}
 			src := ""
 			for _, other := range dirs {
@@ -291,11 +328,30 @@ func recoverMoves(dirs []string) (map[TopicPartition]movedOffsets, error) {
 					}
 				}
 			}
-			if err := completeMove(src, future, filepath.Join(dir, tp.dirName())); err != nil {
+			if err := completeMove(src, path, filepath.Join(dir, tp.dirName())); err != nil {
 				return nil, fmt.Errorf("finish moving %s: %w", tp.dirName(), err)
 			}
 			out[tp] = mo
 		}
 	}
 	return out, nil
+}
+
+// dropMoveMarkers checkpoints the partitions whose moves recoverMoves
+// finished, then removes their markers.
+func (m *Manager) dropMoveMarkers(moved map[TopicPartition]movedOffsets) error {
+	if len(moved) == 0 {
+		return nil
+	}
+	if err := m.Checkpoint(); err != nil {
+		return err
+	}
+	for tp := range moved {
+		if l := m.Get(tp); l != nil {
+			if err := dropMoveMarker(l.Dir()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -177,3 +177,20 @@ func TestMoveLogCrashAfterRetiringSource(t *testing.T) {
 	hw := f.crashState(t, true, true)
 	f.check(t, f.open(t), 1, hw)
 }
+
+// TestMoveLogCrashAfterSwap: the copy is in place and the source gone,
+// but the new dir's checkpoints never heard of the partition: the marker
+// still gives the log start offset (records deleted below it stay
+// deleted) and the high watermark, and is dropped once checkpointed.
+func TestMoveLogCrashAfterSwap(t *testing.T) {
+	f := newMoveFixture(t)
+	hw := f.crashState(t, true, true)
+	future := filepath.Join(f.dirs[1], f.tp.dirName()+".0123456789abcdef"+futureSuffix)
+	if err := os.Rename(future, filepath.Join(f.dirs[1], f.tp.dirName())); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(f.dirs[0], f.tp.dirName()+".fedcba9876543210-delete")); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, f.open(t), 1, hw)
+}
