@@ -87,5 +87,6 @@ func clusterCommand() *cobra.Command {
 		Short: "Run a local cluster, or inspect a running one",
 	}
 	cmd.AddCommand(clusterUpCommand(), cli.NewClusterStatusCmd(), cli.NewClusterDrainCmd(), cli.NewClusterRebalanceCmd())
+	cmd.AddCommand(cli.NewClusterOpsCmds()...)
 	return cmd
 }

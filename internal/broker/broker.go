@@ -119,6 +119,9 @@ type Broker struct {
 	// dynamic is the effective configuration (dynconfig.go).
 	dynamic dynamicConfig
 
+	// moves are replica moves between log dirs in flight (logdirs_move.go).
+	moves sync.WaitGroup
+
 	reconcileMu sync.Mutex
 	lastImage   *metadata.Image
 	retry       map[storage.TopicPartition]bool // partitions whose last reconciliation failed
@@ -241,7 +244,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 		voters = map[int32]string{opts.NodeID: ctrlAddr}
 	}
 	metaVoters := opts.Voters
-	if opts.BrokerOnly {
+	// A controller missing from controller.quorum.voters is an observer
+	// (KIP-853): it joins as a non-voter, to be promoted by AddRaftVoter.
+	_, listed := voters[opts.NodeID]
+	observer := !opts.BrokerOnly && !listed
+	if opts.BrokerOnly || observer {
 		metaVoters = nil // joins as a non-voter when the controller adds it
 	}
 	b.meta, err = metadata.Open(metadata.Config{
@@ -250,7 +257,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		RaftAddr:                 ctrlAddr,
 		Stream:                   b.ctrlMux.Raft(),
 		Voters:                   metaVoters,
-		Join:                     opts.BrokerOnly,
+		Join:                     opts.BrokerOnly || observer,
 		ClusterID:                storedClusterID,
 		Logger:                   logger,
 		ValidateTopicName:        config.ValidateTopicName,
@@ -271,6 +278,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if !opts.BrokerOnly {
 		b.ctrlSvc = controller.New(controller.Config{
 			Voters:               voters,
+			ControllerListener:   opts.ControllerListener,
 			SessionTimeout:       opts.SessionTimeout,
 			AutoLeaderRebalance:  opts.AutoLeaderRebalance,
 			LeaderImbalanceCheck: opts.LeaderImbalanceCheck,
@@ -285,7 +293,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 			id, _, ok := b.meta.Leader()
 			return id, ok
 		},
-		Logger: logger.With("component", "ctrlclient"),
+		CurrentVoters: b.currentVoters,
+		Logger:        logger.With("component", "ctrlclient"),
 	})
 	defer b.ctrl.Close()
 	b.producerIDs = txn.NewProducerIDs(producerIDSource{b}, txn.DefaultBlockSize)
@@ -297,7 +306,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	var bgWG sync.WaitGroup
-	defer bgWG.Wait()
+	// Cancel before waiting: deferred calls run last-registered first, so
+	// the stopBG above would come after this wait, and a broker-only node
+	// (no controller server whose cleanup cancels bg) never exited on
+	// SIGTERM.
+	defer func() { stopBG(); bgWG.Wait() }()
 	if b.ctrlSrv != nil {
 		serveCtrl := make(chan error, 1)
 		go func() { serveCtrl <- b.ctrlSrv.Serve(bg) }()
@@ -308,7 +321,14 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	if opts.BrokerOnly {
+	if observer {
+		// Registering as a controller makes the active controller add this
+		// node to Raft at its CONTROLLER listener.
+		if err := b.registerController(startCtx, ctrlAddr); err != nil {
+			return err
+		}
+	}
+	if opts.BrokerOnly || observer {
 		// Registering makes the controller add this node to Raft as a
 		// non-voter; only then does the metadata log reach it.
 		if err := b.register(startCtx, storedClusterID); err != nil {
@@ -324,7 +344,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := writeMetaProperties(opts.LogDirs, opts.NodeID, b.meta.Image().ClusterID()); err != nil {
 		return err
 	}
-	if !opts.BrokerOnly {
+	if !opts.BrokerOnly && !observer {
 		if err := b.register(startCtx, b.meta.Image().ClusterID()); err != nil {
 			return err
 		}
@@ -395,6 +415,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		serveErr = <-serveClients
 	}
 	wg.Wait()
+	b.moves.Wait()
 	b.fetchers.Close()
 	return serveErr
 }
@@ -480,7 +501,7 @@ func (b *Broker) controlledShutdown() {
 // closeMetadata hands Raft leadership to another voter first, if this node
 // leads, so that the quorum does not wait an election timeout.
 func (b *Broker) closeMetadata() error {
-	if b.meta.IsLeader() && len(b.opts.Voters) > 1 {
+	if b.meta.IsLeader() && b.quorumVoterCount() > 1 {
 		if err := b.meta.TransferLeadership(5 * time.Second); err != nil {
 			b.log.Info("metadata leadership not handed over before stopping", slog.Any("err", err))
 		}

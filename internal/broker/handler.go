@@ -59,8 +59,9 @@ var supported = map[int16][2]int16{
 
 // apiVersions is the table the server advertises in ApiVersions.
 func apiVersions() map[int16][2]int16 {
-	out := make(map[int16][2]int16, len(supported))
-	for key, r := range supported {
+	all := mergedAPIs()
+	out := make(map[int16][2]int16, len(all))
+	for key, r := range all {
 		req := kmsg.RequestForKey(key)
 		if req == nil {
 			continue
@@ -76,6 +77,9 @@ func apiVersions() map[int16][2]int16 {
 // Handle serves one request; it implements server.Handler.
 func (b *Broker) Handle(ctx context.Context, rc *server.RequestContext, req kmsg.Request) (kmsg.Response, error) {
 	onController := rc.Listener == b.opts.ControllerListener
+	if resp, ok, err := b.handleOps(ctx, onController, req); ok {
+		return resp, err
+	}
 	switch {
 	case controller.Handles(req):
 		if !onController || b.ctrlSvc == nil {

@@ -35,6 +35,7 @@ func newTopicCmd() *cobra.Command {
 		newTopicOffsetsCmd(cf),
 		newTopicReassignCmd(cf),
 	)
+	cmd.AddCommand(newTopicElectLeadersCmd(cf))
 	return cmd
 }
 

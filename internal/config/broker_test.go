@@ -222,7 +222,6 @@ func TestInvalidValues(t *testing.T) {
 		{"inter.broker.listener.name", "NOPE", "no listener named NOPE"},
 		{"advertised.listeners", "PLAINTEXT://0.0.0.0:9092", "wildcard"},
 		{"advertised.listeners", "OTHER://h:1", "no listener named OTHER"},
-		{"controller.quorum.voters", "2@127.0.0.1:9093", "node.id 1 is a controller but not a voter"},
 		{"controller.quorum.voters", "1@127.0.0.1", "missing port"},
 	}
 	for _, tt := range tests {
@@ -464,4 +463,17 @@ func FuzzNew(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestControllerObserverConfig: a controller missing from
+// controller.quorum.voters is accepted (it joins the quorum as an
+// observer, KIP-853) and keeps the list as given.
+func TestControllerObserverConfig(t *testing.T) {
+	b, _, err := Load("", []string{"controller.quorum.voters=2@127.0.0.1:9093"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.QuorumVoters) != 1 || b.QuorumVoters[0].ID != 2 {
+		t.Fatalf("voters %v", b.QuorumVoters)
+	}
 }

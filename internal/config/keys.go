@@ -173,7 +173,7 @@ var brokerKeys = []brokerKey{
 			return err
 		},
 		func(b *Broker) (string, bool) { return formatVoters(b.QuorumVoters), true },
-		"The Raft voters, id@host:port,...; defaults to this node on its controller listener."),
+		"The first Raft voters, id@host:port,...; defaults to this node on its controller listener. A controller not listed joins as an observer (weir cluster quorum add)."),
 	intKey("socket.request.max.bytes", TypeInt, 104857600, 1, math.MaxInt32, func(b *Broker) *int64 { return &b.SocketRequestMaxBytes },
 		"Largest request accepted; checked on the size prefix before reading."),
 	intKey("connections.max.idle.ms", TypeLong, 600000, anyInt, noMax, func(b *Broker) *int64 { return &b.ConnectionsMaxIdleMs },

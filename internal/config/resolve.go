@@ -127,10 +127,9 @@ func (b *Broker) resolveVoters() error {
 		b.QuorumVoters = []Voter{{ID: b.NodeID, Host: host, Port: cl.Port}}
 		return nil
 	}
-	if b.HasRole("controller") && !slices.ContainsFunc(b.QuorumVoters, func(v Voter) bool { return v.ID == b.NodeID }) {
-		return invalid("controller.quorum.voters", b.explicit["controller.quorum.voters"],
-			"node.id %d is a controller but not a voter", b.NodeID)
-	}
+	// A controller that is not in the list is an observer: it follows the
+	// metadata log until `weir cluster quorum add` makes it a voter
+	// (KIP-853). The list then names the quorum to join.
 	return nil
 }
 

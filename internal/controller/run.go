@@ -53,7 +53,7 @@ func (s *Service) expireSessions(ctx context.Context) {
 		ss, ok := s.sessions[b.ID]
 		if !ok || ss.epoch != b.Epoch {
 			// Registered through another controller: start its session.
-			ss = session{epoch: b.Epoch, lastBeat: now}
+			ss = session{epoch: b.Epoch, lastBeat: now, offset: -1}
 			s.sessions[b.ID] = ss
 		}
 		s.mu.Unlock()

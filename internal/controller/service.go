@@ -41,6 +41,12 @@ type Quorum interface {
 	ElectUncleanLeaders(ctx context.Context) ([]metadata.ElectionResult, error)
 	AddNonvoter(ctx context.Context, id int32, addr string) error
 	AllocateProducerIDs(ctx context.Context, n int64) (int64, error)
+	// Quorum operations (quorum.go).
+	Quorum() (metadata.QuorumState, error)
+	AddVoter(ctx context.Context, id int32, addr string) error
+	DemoteVoter(ctx context.Context, id int32) error
+	UnregisterBroker(ctx context.Context, id int32) error
+	RegisterController(ctx context.Context, r metadata.ControllerRecord) error
 }
 
 // Config configures a Service.
@@ -48,6 +54,9 @@ type Config struct {
 	// Voters are the quorum's node ids (controller.quorum.voters); a
 	// registering broker outside it is added to Raft as a non-voter.
 	Voters map[int32]string
+	// ControllerListener names the CONTROLLER listener (the one
+	// AddRaftVoter picks among a new voter's listeners).
+	ControllerListener string
 	// SessionTimeout is broker.session.timeout.ms (9000).
 	SessionTimeout time.Duration
 	// AutoLeaderRebalance is auto.leader.rebalance.enable (true), checked
@@ -77,6 +86,10 @@ type Service struct {
 type session struct {
 	epoch    int64
 	lastBeat time.Time
+	// offset is the metadata offset its last heartbeat reported (-1
+	// none yet), caughtUp when it last reported the leader's own.
+	offset   int64
+	caughtUp time.Time
 }
 
 // New returns the service of one quorum node.
@@ -93,6 +106,9 @@ func New(cfg Config, q Quorum) *Service {
 	if cfg.ProducerIDBlock <= 0 {
 		cfg.ProducerIDBlock = 1000
 	}
+	if cfg.ControllerListener == "" {
+		cfg.ControllerListener = "CONTROLLER"
+	}
 	return &Service{cfg: cfg, q: q, log: cfg.Logger, now: time.Now, sessions: map[int32]session{}}
 }
 
@@ -103,7 +119,15 @@ func Handles(req kmsg.Request) bool {
 		*kmsg.AlterPartitionRequest, *kmsg.AllocateProducerIDsRequest:
 		return true
 	}
-	return false
+	return isOpsRequest(req)
+}
+
+// Forwarded reports whether req is a controller API that clients send to
+// any broker, which forwards it to the active controller (DescribeQuorum,
+// AddRaftVoter, RemoveRaftVoter, UnregisterBroker).
+func Forwarded(req kmsg.Request) bool {
+	_, reg := req.(*kmsg.ControllerRegistrationRequest)
+	return isOpsRequest(req) && !reg
 }
 
 // Handle answers one controller request.
@@ -123,6 +147,9 @@ func (s *Service) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 		return s.alterPartition(ctx, r), nil
 	case *kmsg.AllocateProducerIDsRequest:
 		return s.allocateProducerIDs(ctx, r), nil
+	}
+	if resp := s.handleOps(ctx, req); resp != nil {
+		return resp, nil
 	}
 	return nil, fmt.Errorf("controller: no handler for %s", kmsg.NameForKey(req.Key()))
 }
@@ -144,16 +171,32 @@ func (s *Service) leader() bool {
 		s.sessions = map[int32]session{}
 		now := s.now()
 		for _, b := range s.q.Image().Brokers() {
-			s.sessions[b.ID] = session{epoch: b.Epoch, lastBeat: now}
+			s.sessions[b.ID] = session{epoch: b.Epoch, lastBeat: now, offset: -1}
 		}
 	}
 	return true
 }
 
-func (s *Service) touch(id int32, epoch int64) {
+func (s *Service) touch(id int32, epoch int64) { s.touchAt(id, epoch, -1) }
+
+// touchAt renews a session with the metadata offset a heartbeat reported
+// (-1: none), kept for DescribeQuorum and AddRaftVoter.
+func (s *Service) touchAt(id int32, epoch, offset int64) {
+	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sessions[id] = session{epoch: epoch, lastBeat: s.now()}
+	ss := s.sessions[id]
+	if ss.epoch != epoch {
+		ss = session{offset: -1}
+	}
+	ss.epoch, ss.lastBeat = epoch, now
+	if offset >= 0 {
+		ss.offset = offset
+		if offset >= int64(s.q.Image().Index()) {
+			ss.caughtUp = now
+		}
+	}
+	s.sessions[id] = ss
 }
 
 // liveSession reports whether broker id has an unexpired session at epoch.
@@ -200,7 +243,9 @@ func (s *Service) register(ctx context.Context, r *kmsg.BrokerRegistrationReques
 			reg.Host, reg.Port = l.Host, int32(l.Port)
 		}
 	}
-	if _, voter := s.cfg.Voters[r.BrokerID]; !voter {
+	// A voter, or a controller added at its CONTROLLER listener, has its
+	// place in Raft elsewhere than at its broker listener.
+	if !s.followsLog(r.BrokerID) {
 		// A broker-only node follows the metadata log as a Raft
 		// non-voter, on its inter-broker listener (the first).
 		addr := net.JoinHostPort(reg.Host, strconv.Itoa(int(reg.Port)))
@@ -251,7 +296,7 @@ func (s *Service) heartbeat(ctx context.Context, r *kmsg.BrokerHeartbeatRequest)
 		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
 		return resp
 	}
-	s.touch(b.ID, b.Epoch)
+	s.touchAt(b.ID, b.Epoch, r.CurrentMetadataOffset)
 	// Caught up once the broker has applied its own registration: from
 	// then on its image holds every partition it must serve.
 	caughtUp := r.CurrentMetadataOffset >= b.Epoch

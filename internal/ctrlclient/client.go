@@ -32,6 +32,11 @@ type Config struct {
 	// Leader, if set, names the quorum leader as this node's own Raft
 	// instance sees it: tried first.
 	Leader func() (id int32, ok bool)
+	// CurrentVoters, if set, returns the quorum's voters now (id ->
+	// address) as this node's Raft configuration says: after voters were
+	// added or removed, it finds controllers Voters does not name. Voters
+	// stays the fallback for a node that has no configuration yet.
+	CurrentVoters func() map[int32]string
 	// RetryBackoff is the pause after every candidate failed (default
 	// 100 ms).
 	RetryBackoff time.Duration
@@ -44,8 +49,8 @@ type Client struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	clients map[int32]*kgo.Client
-	last    int32 // the controller that last answered, -1 if none
+	clients map[string]*kgo.Client // by controller address
+	last    int32                  // the controller that last answered, -1 if none
 	closed  bool
 }
 
@@ -57,7 +62,7 @@ func New(cfg Config) *Client {
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = 100 * time.Millisecond
 	}
-	return &Client{cfg: cfg, log: cfg.Logger, clients: map[int32]*kgo.Client{}, last: -1}
+	return &Client{cfg: cfg, log: cfg.Logger, clients: map[string]*kgo.Client{}, last: -1}
 }
 
 // Close closes every connection.
@@ -68,16 +73,31 @@ func (c *Client) Close() {
 	for _, cl := range c.clients {
 		cl.Close()
 	}
-	c.clients = map[int32]*kgo.Client{}
+	c.clients = map[string]*kgo.Client{}
 }
 
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("controller client closed")
 
+// voters is every controller to try, by id: the configured ones, with
+// the current Raft configuration's on top.
+func (c *Client) voters() map[int32]string {
+	out := maps.Clone(c.cfg.Voters)
+	if out == nil {
+		out = map[int32]string{}
+	}
+	if c.cfg.CurrentVoters != nil {
+		maps.Copy(out, c.cfg.CurrentVoters())
+	}
+	return out
+}
+
 // candidates orders the voters to try: the Raft leader as known locally,
-// then the one that answered last, then the rest by id.
-func (c *Client) candidates() []int32 {
-	ids := slices.Sorted(maps.Keys(c.cfg.Voters))
+// then the one that answered last, then the rest by id; with each one's
+// address.
+func (c *Client) candidates() ([]int32, map[int32]string) {
+	voters := c.voters()
+	ids := slices.Sorted(maps.Keys(voters))
 	var first []int32
 	if c.cfg.Leader != nil {
 		if id, ok := c.cfg.Leader(); ok {
@@ -91,33 +111,33 @@ func (c *Client) candidates() []int32 {
 	c.mu.Unlock()
 	out := make([]int32, 0, len(ids))
 	for _, id := range append(first, ids...) {
-		if _, ok := c.cfg.Voters[id]; ok && !slices.Contains(out, id) {
+		if _, ok := voters[id]; ok && !slices.Contains(out, id) {
 			out = append(out, id)
 		}
 	}
-	return out
+	return out, voters
 }
 
-func (c *Client) client(id int32) (*kgo.Client, error) {
+func (c *Client) client(id int32, addr string) (*kgo.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, ErrClosed
 	}
-	if cl := c.clients[id]; cl != nil {
+	if cl := c.clients[addr]; cl != nil {
 		return cl, nil
 	}
 	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(c.cfg.Voters[id]),
+		kgo.SeedBrokers(addr),
 		kgo.ClientID(fmt.Sprintf("weir-broker-%d", c.cfg.NodeID)),
 		kgo.DialTimeout(5*time.Second),
 		kgo.RequestRetries(0),
 		kgo.RetryTimeout(time.Second),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("controller %d at %s: %w", id, c.cfg.Voters[id], err)
+		return nil, fmt.Errorf("controller %d at %s: %w", id, addr, err)
 	}
-	c.clients[id] = cl
+	c.clients[addr] = cl
 	return cl, nil
 }
 
@@ -128,8 +148,9 @@ func (c *Client) client(id int32) (*kgo.Client, error) {
 func (c *Client) Send(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	var lastErr error
 	for {
-		for _, id := range c.candidates() {
-			resp, err := c.sendTo(ctx, id, req)
+		ids, addrs := c.candidates()
+		for _, id := range ids {
+			resp, err := c.sendTo(ctx, id, addrs[id], req)
 			if err == nil && !NotController(resp) {
 				c.mu.Lock()
 				c.last = id
@@ -160,8 +181,8 @@ func (c *Client) Send(ctx context.Context, req kmsg.Request) (kmsg.Response, err
 	}
 }
 
-func (c *Client) sendTo(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
-	cl, err := c.client(id)
+func (c *Client) sendTo(ctx context.Context, id int32, addr string, req kmsg.Request) (kmsg.Response, error) {
+	cl, err := c.client(id, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +192,7 @@ func (c *Client) sendTo(ctx context.Context, id int32, req kmsg.Request) (kmsg.R
 	defer cancel()
 	resp, err := cl.SeedBrokers()[0].Request(rctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("controller %d at %s: %w", id, c.cfg.Voters[id], err)
+		return nil, fmt.Errorf("controller %d at %s: %w", id, addr, err)
 	}
 	return resp, nil
 }
@@ -191,6 +212,24 @@ func NotController(resp kmsg.Response) bool {
 		return r.ErrorCode == nc
 	case *kmsg.ElectLeadersResponse:
 		return r.ErrorCode == nc
+	case *kmsg.ControllerRegistrationResponse:
+		return r.ErrorCode == nc
+	case *kmsg.UnregisterBrokerResponse:
+		return r.ErrorCode == nc
+	// The Raft APIs answer as Kafka's KRaft leader does when asked
+	// elsewhere: NOT_LEADER_OR_FOLLOWER.
+	case *kmsg.AddRaftVoterResponse:
+		return r.ErrorCode == kerr.NotLeaderForPartition.Code
+	case *kmsg.RemoveRaftVoterResponse:
+		return r.ErrorCode == kerr.NotLeaderForPartition.Code
+	case *kmsg.DescribeQuorumResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == kerr.NotLeaderForPartition.Code {
+					return true
+				}
+			}
+		}
 	case *kmsg.CreateTopicsResponse:
 		for _, t := range r.Topics {
 			if t.ErrorCode == nc {

@@ -139,3 +139,27 @@ func TestLifecycleHeartbeatsAndReregisters(t *testing.T) {
 		t.Fatalf("last heartbeat %+v, want WantShutdown from broker 7", last)
 	}
 }
+
+// TestSendFindsVoterOutsideConfig: a controller that became a voter after
+// start (so is missing from Config.Voters) is found through
+// CurrentVoters, and a voter list that shrank still falls back on the
+// configured ones.
+func TestSendFindsVoterOutsideConfig(t *testing.T) {
+	_, standby := startFake(t, false)
+	_, active := startFake(t, true)
+	c := New(Config{NodeID: 7, Voters: map[int32]string{1: standby},
+		CurrentVoters: func() map[int32]string { return map[int32]string{1: standby, 5: active} }})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.Send(ctx, kmsg.NewPtrBrokerRegistrationRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.(*kmsg.BrokerRegistrationResponse); r.ErrorCode != 0 {
+		t.Fatalf("answer %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if ids, _ := c.candidates(); len(ids) != 2 || ids[0] != 5 {
+		t.Fatalf("candidates %v: the one that answered should come first", ids)
+	}
+}

@@ -43,6 +43,10 @@ func applyCommand(im *Image, index uint64, data []byte) (*Image, applyResult) {
 		res.elected, res.err = applyElectLeaders(next, c)
 	case *reassignPartitionsCmd:
 		res.reassigned = applyReassignPartitions(next, c)
+	case *unregisterBrokerCmd:
+		res.err = applyUnregisterBroker(next, c)
+	case *registerControllerCmd:
+		res.err = applyRegisterController(next, c)
 	case *bootstrapCmd:
 		res.err = applyBootstrap(next, c)
 	case *registerBrokerCmd:

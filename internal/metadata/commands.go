@@ -133,9 +133,11 @@ func decodeCommand(b []byte) (cmdType, any, error) {
 		payload = &allocateProducerIDsCmd{}
 	case cmdActivateTopic, cmdAbortTopic:
 		payload = &topicRefCmd{}
+	case cmdReassignPartitions:
+		payload = &reassignPartitionsCmd{}
 	default:
-		if payload = clusterPayload(env.Type); payload == nil && env.Type == cmdReassignPartitions {
-			payload = &reassignPartitionsCmd{}
+		if payload = clusterPayload(env.Type); payload == nil {
+			payload = opsPayload(env.Type)
 		}
 		if payload == nil {
 			return "", nil, fmt.Errorf("decode command: unknown type %q", env.Type)

@@ -239,6 +239,9 @@ func (c *Controller) start() error {
 	rc.SnapshotThreshold = c.cfg.SnapshotThreshold
 	rc.SnapshotInterval = c.cfg.SnapshotInterval
 	rc.TrailingLogs = c.cfg.TrailingLogs
+	// A voter taken out of the quorum (DemoteVoter) goes on following the
+	// log: this node may still be a broker that needs it.
+	rc.ShutdownOnRemove = false
 	if err := raft.ValidateConfig(rc); err != nil {
 		return fmt.Errorf("raft config: %w", err)
 	}

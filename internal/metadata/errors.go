@@ -77,4 +77,15 @@ var (
 	// ErrNoReassignmentInProgress: NO_REASSIGNMENT_IN_PROGRESS (85). A
 	// cancellation named a partition that is not being reassigned.
 	ErrNoReassignmentInProgress = errors.New("no reassignment in progress")
+
+	// Cluster operations (ops_commands.go, quorum.go).
+
+	// ErrBrokerNotRegistered: BROKER_ID_NOT_REGISTERED (102).
+	// UnregisterBroker named a broker that is not registered.
+	ErrBrokerNotRegistered = errors.New("broker id not registered")
+	// ErrDuplicateVoter: DUPLICATE_VOTER (126). AddRaftVoter named a voter.
+	ErrDuplicateVoter = errors.New("duplicate voter")
+	// ErrVoterNotFound: VOTER_NOT_FOUND (127). RemoveRaftVoter named a
+	// node that is not a voter.
+	ErrVoterNotFound = errors.New("voter not found")
 )

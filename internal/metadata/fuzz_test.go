@@ -43,6 +43,8 @@ func FuzzApplyCommand(f *testing.F) {
 			{TopicID: [16]byte{1}, Partition: 0, Replicas: []int32{2, 3}},
 			{TopicID: [16]byte{1}, Partition: 1, Cancel: true, AllowUnclean: true},
 			{TopicID: [16]byte{1}, Partition: 0, Replicas: []int32{1}, KeepReplicationFactor: true}}}},
+		{cmdUnregisterBroker, unregisterBrokerCmd{brokerRef{ID: 2, Epoch: 0}}},
+		{cmdRegisterController, registerControllerCmd{ControllerRecord{ID: 4, Endpoints: []Endpoint{{Listener: "CONTROLLER", Host: "h", Port: 9093}}}}},
 	}
 	for _, s := range seeds {
 		f.Add(mustCommand(f, s.t, s.p))
@@ -97,6 +99,7 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	}
 	f.Add(buf.Bytes())
 	f.Add([]byte(`{"version":1}`))
+	f.Add([]byte(`{"version":4,"controllers":[{"id":2,"endpoints":[{"listener":"CONTROLLER","host":"h","port":9093}]}]}`))
 	f.Add([]byte(`{"version":3,"brokerConfigs":{"":{"log.retention.ms":"1"},"2":{"a":"b"}}}`))
 	f.Add([]byte(oldSnapshot))
 	f.Add([]byte(`{"version":2,"brokers":[{"id":1,"incarnation":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16],"epoch":12,"fenced":true,"inControlledShutdown":true}],"topics":[{"name":"a","id":[1],"partitions":[{"partition":0,"leader":-1,"leaderEpoch":3,"replicas":[1,2],"isr":[1],"partitionEpoch":5,"leaderRecoveryState":1}]}]}`))

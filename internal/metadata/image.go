@@ -118,6 +118,9 @@ type Image struct {
 	// brokerConfigs holds the dynamic broker configs by resource ("" the
 	// cluster default, "N" broker N; broker_configs.go).
 	brokerConfigs map[string]map[string]string
+	// controllers holds controller registrations (ops_commands.go);
+	// copied on write by its apply, so clone shares it.
+	controllers map[int32]*ControllerRecord
 }
 
 func emptyImage() *Image {
@@ -141,6 +144,7 @@ func (im *Image) clone() *Image {
 		topicsByID:     maps.Clone(im.topicsByID),
 		nextProducerID: im.nextProducerID,
 		brokerConfigs:  maps.Clone(im.brokerConfigs),
+		controllers:    im.controllers,
 	}
 }
 

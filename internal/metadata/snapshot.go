@@ -11,11 +11,12 @@ import (
 // added the broker lifecycle (incarnation, epoch, fenced, controlled
 // shutdown) and the partitions' leader recovery state; version 3 the
 // dynamic broker configs; version 4 the partitions' reassignments in
-// progress (adding and removing replicas), so that a binary that does not
-// know them refuses the snapshot rather than silently drop them (a
-// reassignment dropped that way would leave its adding and removing
-// replicas in Replicas for good). Versions 2 and 3 load as they are, with
-// no reassignment in progress. Version 1 snapshots
+// progress (adding and removing replicas) and the controller registrations
+// (quorum membership), so that a binary that does not know them refuses
+// the snapshot rather than silently drop them (a reassignment dropped that
+// way would leave its adding and removing replicas in Replicas for good).
+// Versions 2 and 3 load as they are, with no reassignment in progress and
+// no controller registrations. Version 1 snapshots
 // still load: their brokers become legacy registrations (epoch 0,
 // unfenced), exactly what replaying the log they summarise gives, so a node
 // restored from one agrees with a node that replays.
@@ -34,6 +35,8 @@ type snapshotFile struct {
 	Topics         []*Topic `json:"topics"`
 	// BrokerConfigs: dynamic broker configs by resource (version 3+).
 	BrokerConfigs map[string]map[string]string `json:"brokerConfigs,omitempty"`
+	// Controllers: controller registrations (version 4+).
+	Controllers []ControllerRecord `json:"controllers,omitempty"`
 }
 
 func encodeSnapshot(w io.Writer, im *Image) error {
@@ -44,6 +47,7 @@ func encodeSnapshot(w io.Writer, im *Image) error {
 		NextProducerID: im.nextProducerID,
 		Brokers:        im.Brokers(),
 		BrokerConfigs:  im.brokerConfigs,
+		Controllers:    im.ControllerRegistrations(),
 	}
 	// Pending topics too: a new leader must find them to finish or
 	// abort their creation.
@@ -94,6 +98,14 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 	}
 	for r, kvs := range s.BrokerConfigs {
 		im.putBrokerConfigs(r, kvs)
+	}
+	for _, c := range s.Controllers {
+		if _, dup := im.controllers[c.ID]; dup {
+			return nil, fmt.Errorf("read metadata snapshot: controller %d listed twice", c.ID)
+		}
+		if err := applyRegisterController(im, &registerControllerCmd{Controller: c}); err != nil {
+			return nil, fmt.Errorf("read metadata snapshot: %w", err)
+		}
 	}
 	return im, nil
 }

@@ -153,3 +153,21 @@ func (m *Manager) Leading() []*Partition {
 	}
 	return out
 }
+
+// MoveLog moves tp's log to log dir dest of this broker
+// (AlterReplicaLogDirs): the replica stops serving first (waiting fetches
+// and produces answer at once, as on removal; clients retry), its log is
+// copied and swapped (storage.Manager.MoveLog), and the caller opens the
+// replica again (Ensure) from the metadata. Meanwhile Ensure fails with
+// storage.ErrMoving.
+func (m *Manager) MoveLog(tp storage.TopicPartition, dest int) error {
+	m.mu.Lock()
+	p := m.parts[tp]
+	delete(m.parts, tp)
+	m.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("move log of %s-%d: %w", tp.Topic, tp.Partition, ErrNotReplica)
+	}
+	p.remove()
+	return m.logs.MoveLog(tp, dest, p.Offsets().HighWater)
+}

@@ -89,6 +89,9 @@ type Manager struct {
 	mu     sync.RWMutex
 	logs   map[TopicPartition]managedLog
 	closed bool
+	// moving holds the partitions whose log MoveLog is moving: neither
+	// loaded nor to be created meanwhile.
+	moving map[TopicPartition]bool
 
 	ckMu sync.Mutex // one checkpoint writer at a time
 
@@ -130,6 +133,10 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 	}
 	var jobs []job
 	found := make(map[TopicPartition]string) // partition -> its directory
+	moved, err := recoverMoves(cfg.Dirs)
+	if err != nil {
+		return nil, fmt.Errorf("open log manager: %w", err)
+	}
 	cleanerPoints := m.readCleanerCheckpoints()
 	for i, dir := range cfg.Dirs {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -166,7 +173,14 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 			}
 			found[tp] = p
 			key := checkpoint.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
-			jobs = append(jobs, job{tp: tp, dir: i, path: p, rp: rps[key], lso: lsos[key], hw: hws[key], cleaned: cleanerPoints[i][key], cleanShutdown: clean})
+			j := job{tp: tp, dir: i, path: p, rp: rps[key], lso: lsos[key], hw: hws[key], cleaned: cleanerPoints[i][key], cleanShutdown: clean}
+			if mo, ok := moved[tp]; ok {
+				// Moved here from another dir just before a crash: this
+				// dir's checkpoints may not know it yet.
+				j.rp, j.cleaned, j.cleanShutdown = 0, 0, false
+				j.lso, j.hw = max(j.lso, mo.logStart), max(j.hw, mo.hw)
+			}
+			jobs = append(jobs, j)
 		}
 	}
 
@@ -209,6 +223,12 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 			return nil, err
 		}
 	}
+	if err := m.dropMoveMarkers(moved); err != nil {
+		for _, ml := range m.logs {
+			ml.log.Close()
+		}
+		return nil, fmt.Errorf("open log manager: %w", err)
+	}
 	logger.Info("log manager loaded", "partitions", len(m.logs), "dirs", len(cfg.Dirs),
 		"max_open_segment_files", files, "rlimit_nofile", limit)
 	return m, nil
@@ -245,6 +265,9 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 	}
 	if ml, ok := m.logs[tp]; ok {
 		return ml.log, nil
+	}
+	if m.moving[tp] {
+		return nil, fmt.Errorf("open log %s: %w", tp.dirName(), ErrMoving)
 	}
 	counts := make([]int, len(m.cfg.Dirs))
 	for _, ml := range m.logs {
