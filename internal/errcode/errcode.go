@@ -98,6 +98,7 @@ var table = []struct {
 	{producerstate.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber, false},
 	{producerstate.ErrInvalidEpoch, kerr.InvalidProducerEpoch, false},
 	{metadata.ErrTopicExists, kerr.TopicAlreadyExists, true},
+	{metadata.ErrTopicCreationUnsettled, kerr.RequestTimedOut, true},
 	{metadata.ErrUnknownTopic, kerr.UnknownTopicOrPartition, true},
 	{metadata.ErrUnknownTopicID, kerr.UnknownTopicID, true},
 	{metadata.ErrInvalidTopic, kerr.InvalidTopicException, true},

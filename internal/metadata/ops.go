@@ -60,6 +60,10 @@ func (c *Controller) CreateTopic(ctx context.Context, r CreateTopic) (*Topic, er
 	if err := c.checkTopicName(r.Name); err != nil {
 		return nil, err
 	}
+	if t := im.TopicByNameWithPending(r.Name); t != nil && t.Pending && c.isOrphan(t) {
+		c.requestSweep()
+		return nil, fmt.Errorf("%w: topic %q: retry", ErrTopicCreationUnsettled, r.Name)
+	}
 	if err := checkNewTopicName(im, r.Name); err != nil {
 		return nil, err
 	}

@@ -95,6 +95,14 @@ func (c *Controller) orphans() []*Topic {
 	return out
 }
 
+// isOrphan reports whether pending topic t has no creator preparing it in
+// this process: a creation cut short by a failover, which a sweep aborts.
+func (c *Controller) isOrphan(t *Topic) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.preparing[t.ID]
+}
+
 func (c *Controller) requestSweep() {
 	select {
 	case c.sweep <- struct{}{}:

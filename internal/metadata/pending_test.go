@@ -196,3 +196,29 @@ func TestSlowPrepareStillActivates(t *testing.T) {
 		t.Fatal("topic not visible after a slow prepare")
 	}
 }
+
+// TestCreateOverOrphanedPendingIsRetriable: a retry of a creation that a
+// failover cut short finds the name held by the orphan. It must not hear
+// "already exists" (the orphan is about to be aborted, so the topic would
+// never appear): it gets a retriable error, the orphan is swept at once,
+// and the next retry creates the topic.
+func TestCreateOverOrphanedPendingIsRetriable(t *testing.T) {
+	c := newTestController(t, 1)
+	ctx := testCtx(t)
+	orphan := createTopicCmd{Name: "retried", ID: [16]byte{9}, Assignments: [][]int32{{1}}, Pending: true}
+	if _, err := c.propose(ctx, cmdCreateTopic, orphan); err != nil {
+		t.Fatal(err)
+	}
+	req := CreateTopic{Name: "retried", NumPartitions: 1, ReplicationFactor: 1}
+	if _, err := c.CreateTopic(ctx, req); !errors.Is(err, ErrTopicCreationUnsettled) {
+		t.Fatalf("create over an orphan: %v, want ErrTopicCreationUnsettled", err)
+	}
+	waitNoTopics(t, c) // swept on request, not at the next tick
+	top, err := c.CreateTopic(ctx, req)
+	if err != nil {
+		t.Fatalf("create after the sweep: %v", err)
+	}
+	if top.ID == orphan.ID || c.Image().TopicByName("retried") == nil {
+		t.Fatalf("created %+v, want a new visible topic", top)
+	}
+}

@@ -211,9 +211,8 @@ func waitExit(b *harness.Broker) <-chan struct{} {
 // A creation cut short by a controller failover (the quorum's leader may
 // step down while voters change, or on a loaded machine) can leave the
 // name held by a pending topic that the next controller aborts: a retry
-// then hears TOPIC_ALREADY_EXISTS for a topic that never appears. So an
-// "already exists" is checked: the topic must show up, else creation is
-// tried again once the name is free.
+// meanwhile hears REQUEST_TIMED_OUT and tries again. An "already exists"
+// means an earlier attempt created it, so the topic must show up.
 func createTopicOn(t *testing.T, nodes []*harness.Broker, topic string, partitions int32, rf int16) {
 	t.Helper()
 	var addrs []string
@@ -239,8 +238,7 @@ func createTopicOn(t *testing.T, nodes []*harness.Broker, topic string, partitio
 		case err == nil:
 			return true
 		case errors.Is(err, kerr.TopicAlreadyExists):
-			// Created by an earlier attempt, or held by one the new
-			// controller is about to abort: wait and see which.
+			// Created by an earlier attempt: it must show up.
 			deadline := time.Now().Add(30 * time.Second)
 			for time.Now().Before(deadline) {
 				if visible() {
