@@ -62,7 +62,7 @@ func Charts(r *Run, dir, rel string) ([]Chart, error) {
 		if !ok {
 			continue
 		}
-		if err := pl.Save(28*vg.Centimeter, 14*vg.Centimeter, filepath.Join(dir, s.name)); err != nil {
+		if err := pl.Save(32*vg.Centimeter, 14*vg.Centimeter, filepath.Join(dir, s.name)); err != nil {
 			return nil, fmt.Errorf("draw %s: %w", s.name, err)
 		}
 		out = append(out, Chart{File: rel + "/" + s.name, Caption: s.caption})
@@ -98,11 +98,7 @@ func caseBars(r *Run, kind, title, ylabel string, cpu bool) (*plot.Plot, bool) {
 	w := vg.Points(min(60/float64(len(peers)), 14))
 	var labels []string
 	for _, c := range cases {
-		l := c.Label()
-		if c.Kind == ConsumeCold {
-			l += " (cold)"
-		}
-		labels = append(labels, l)
+		labels = append(labels, c.shortLabel())
 	}
 	for i, name := range peers {
 		vals := make(plotter.Values, len(cases))
@@ -130,11 +126,21 @@ func caseBars(r *Run, kind, title, ylabel string, cpu bool) (*plot.Plot, bool) {
 	}
 	frame(pl, len(cases))
 	pl.NominalX(labels...)
-	pl.X.Tick.Label.Rotation = math.Pi / 5
-	pl.X.Tick.Label.XAlign = -0.9
-	pl.X.Tick.Label.YAlign = -0.3
 	pl.X.Tick.Label.Font.Size = vg.Points(7)
+	pl.X.Label.Text = "p: partitions, c: producers"
 	return pl, true
+}
+
+// shortLabel is a case's workload in two short lines, for a chart axis.
+func (c Case) shortLabel() string {
+	first := fmt.Sprintf("%s p%d", SizeLabel(c.RecordSize), c.Partitions)
+	switch c.Kind {
+	case Consume:
+		return first + "\npage cache"
+	case ConsumeCold:
+		return first + "\ncold"
+	}
+	return fmt.Sprintf("%s\nc%d acks=%d", first, c.Producers, c.Acks)
 }
 
 // latencyBars groups p50/p99/p99.9 (median over rounds) per broker.
@@ -220,7 +226,11 @@ func sustainedLine(r *Run) (*plot.Plot, bool) {
 		pl.Add(disk)
 		pl.Legend.Add("disk write bandwidth (fsynced)", disk)
 	}
-	pl.Y.Min = 0
+	top := s.DiskMBps
+	for _, v := range s.Timeline {
+		top = max(top, v)
+	}
+	pl.Y.Min, pl.Y.Max = 0, top*1.3
 	pl.Legend.Top = true
 	return pl, true
 }
