@@ -250,13 +250,14 @@ func LatencyJetStream(ctx context.Context, addr, topic string, run LatencyRun) (
 	if err != nil {
 		return nil, fmt.Errorf("latency consumer: %w", err)
 	}
-	s := &samples{from: time.Now().Add(run.Warmup)}
+	s := &samples{from: time.Now().Add(time.Hour)} // nothing counts before startAfter
 	cc, err := cons.Consume(func(m jetstream.Msg) { s.add(m.Data(), time.Now()) })
 	if err != nil {
 		return nil, fmt.Errorf("latency consume: %w", err)
 	}
 	defer cc.Stop()
 	vals := newValues(randomPool(1), run.Size, 0)
+	s.startAfter(run.Warmup)
 	var pubErr error
 	sent := pace(ctx, run.Rate, run.Duration, func(now time.Time) {
 		v := append([]byte(nil), vals.next()...)

@@ -28,7 +28,7 @@ func LatencyKafka(ctx context.Context, seeds []string, topic string, run Latency
 		return nil, fmt.Errorf("latency warm-up: %w", err)
 	}
 
-	s := &samples{from: time.Now().Add(run.Warmup)}
+	s := &samples{from: time.Now().Add(time.Hour)} // nothing counts before startAfter
 	done := make(chan error, 1)
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -47,6 +47,7 @@ func LatencyKafka(ctx context.Context, seeds []string, topic string, run Latency
 
 	pool := randomPool(1)
 	vals := newValues(pool, run.Size, 0)
+	s.startAfter(run.Warmup)
 	var errMu sync.Mutex
 	var produceErr error
 	sent := pace(ctx, run.Rate, run.Duration, func(now time.Time) {

@@ -52,7 +52,7 @@ func pace(ctx context.Context, rate float64, duration time.Duration, send func(n
 // samples collects latencies from the consumer's goroutines.
 type samples struct {
 	mu   sync.Mutex
-	from time.Time // samples of records sent before this are warm-up
+	from time.Time // samples of records sent before this are warm-up (set by startAfter)
 	ds   []time.Duration
 	n    int64
 }
@@ -66,6 +66,14 @@ func (s *samples) add(v []byte, now time.Time) {
 		return
 	}
 	s.ds = append(s.ds, d)
+}
+
+// startAfter sets the warm-up: samples of records sent before now+d are
+// dropped. Called just before the producer starts.
+func (s *samples) startAfter(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.from = time.Now().Add(d)
 }
 
 func (s *samples) count() int64 {

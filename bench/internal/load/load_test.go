@@ -44,9 +44,11 @@ func TestPaceSendsAtTheRate(t *testing.T) {
 		}
 		i++
 	})
-	// At most the 500 due in the window (fewer if this goroutine is
-	// starved at the end: a loaded machine must not fail the test).
-	if n <= 0 || n > 501 || ahead > 0 {
+	// At most the 501 due in the window, plus the two due in the
+	// millisecond after it that pace sends early rather than sleep (fewer
+	// if this goroutine is starved at the end: a loaded machine must not
+	// fail the test).
+	if n <= 0 || n > 503 || ahead > 0 {
 		t.Errorf("sent %d at 2000/s in 250ms, %d ahead of schedule", n, ahead)
 	}
 }

@@ -22,8 +22,9 @@ const (
 // partitions take a while).
 const startTimeout = 3 * time.Minute
 
-// stopTimeout is how long a broker gets to exit on SIGTERM.
-const stopTimeout = time.Minute
+// stopTimeout is how long a broker gets to exit on SIGTERM before it is
+// killed.
+const stopTimeout = 30 * time.Second
 
 // Broker is one running peer: one process, or several for a cluster.
 type Broker struct {
@@ -45,8 +46,8 @@ func (b *Broker) PIDs() []int {
 // CPU is the broker's CPU time so far, all its processes together.
 func (b *Broker) CPU() (time.Duration, error) { return proc.CPUSum(b.PIDs()) }
 
-// Stop ends every process by its PID (SIGTERM, then SIGKILL after a
-// minute) and removes the data dir. A cluster's nodes are signalled
+// Stop ends every process by its PID (SIGTERM, then SIGKILL after
+// stopTimeout) and removes the data dir. A cluster's nodes are signalled
 // together, as `weir cluster up` stops them: the last node stopped alone
 // would wait for a quorum that is gone.
 func (b *Broker) Stop() error {

@@ -162,7 +162,11 @@ func latencyBars(r *Run) (*plot.Plot, bool) {
 	w := vg.Points(18)
 	var labels []string
 	for _, l := range r.Latency {
-		labels = append(labels, l.Peer)
+		if l.PeakMBps == 0 {
+			labels = append(labels, fmt.Sprintf("%s\n%.0f/s", l.Peer, l.Rate))
+			continue
+		}
+		labels = append(labels, l.Peer+"\nhalf of peak")
 	}
 	for i, pc := range pcts {
 		vals := make(plotter.Values, len(r.Latency))

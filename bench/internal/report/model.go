@@ -74,7 +74,7 @@ type Latency struct {
 	Peer       string
 	RecordSize int
 	Rate       float64 // records/s
-	PeakMBps   float64 // the peak it is half of
+	PeakMBps   float64 // the peak it is half of; 0 for a fixed low rate
 	Rounds     []LatencyRound
 }
 
@@ -82,6 +82,7 @@ type Latency struct {
 type LatencyRound struct {
 	N              int
 	P50, P99, P999 time.Duration
+	Received       float64 // records/s the consumer received after the warm-up
 }
 
 // Sustained is a long produce run sampled every second, with the disk.

@@ -39,7 +39,7 @@ func Render(r *Run, charts []Chart) string {
 	if len(r.Notes) > 0 {
 		p("## Failures during the run")
 		p("")
-		p("A failed measurement is left out of its case's figures (its round shows no value); the error, as logged:")
+		p("A failed measurement is left out of its case's figures (its round shows no value); what failed, as logged:")
 		p("")
 		for _, n := range r.Notes {
 			p("- %s", strings.ReplaceAll(n, "\n", " "))

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"time"
+
+	"github.com/weir-project/weir/bench/internal/stats"
 )
 
 func renderLatency(p printer, r *Run) {
@@ -15,15 +17,25 @@ func renderLatency(p printer, r *Run) {
 		"of its own median peak in the 1 KiB, 1 partition, 1 producer, acks=1 produce case. Latency is from the send call " +
 		"to the consumer's poll returning the record; the first half second is warm-up.")
 	p("")
-	table(p, []string{"Broker", "Rate records/s (MB/s)", "Peak MB/s", "p50 ms", "p99 ms", "p99.9 ms", "Samples per round"}, func(row func(...string)) {
+	p("Received is the rate the consumer got records at: below the target rate, the client (on a loaded machine) or the " +
+		"broker could not keep up and the latency is queueing. The rows at 1,000 records/s show each broker's latency when " +
+		"nothing is near its limit.")
+	p("")
+	table(p, []string{"Broker", "Target rate records/s (MB/s)", "Of peak MB/s", "Received records/s", "p50 ms", "p99 ms", "p99.9 ms", "Samples per round"}, func(row func(...string)) {
 		for _, l := range r.Latency {
 			var p50, p99, p999 []time.Duration
+			var got []float64
 			n := 0
 			for _, rd := range l.Rounds {
 				p50, p99, p999 = append(p50, rd.P50), append(p99, rd.P99), append(p999, rd.P999)
+				got = append(got, rd.Received)
 				n = rd.N
 			}
-			row(l.Peer, fmt.Sprintf("%.0f (%s)", l.Rate, num(l.Rate*float64(l.RecordSize)/1e6)), num(l.PeakMBps),
+			peak := num(l.PeakMBps)
+			if l.PeakMBps == 0 {
+				peak = "fixed rate"
+			}
+			row(l.Peer, fmt.Sprintf("%.0f (%s)", l.Rate, num(l.Rate*float64(l.RecordSize)/1e6)), peak, spread(stats.Summarize(got)),
 				spread(durSummary(p50)), spread(durSummary(p99)), spread(durSummary(p999)), fmt.Sprint(n))
 		}
 	})
@@ -62,8 +74,8 @@ func renderStartup(p printer, r *Run) {
 	}
 	p("## Many partitions on one node")
 	p("")
-	p("%d partitions in %d topics on one weir node; the node is then stopped (SIGTERM) and started again. "+
-		"Ready is when every partition answers ListOffsets.", s.Partitions, s.Topics)
+	p("%d partitions in %d topics on one weir node (with max.broker.partitions raised from its default of 4000); "+
+		"the node is then stopped (SIGTERM) and started again. Ready is when every partition answers ListOffsets.", s.Partitions, s.Topics)
 	p("")
 	table(p, []string{"Create (until every leader is known)", "Restart to \"weir started\"", "Restart to ready", "Idle RSS", "Open fds"}, func(row func(...string)) {
 		row(secs(s.Create)+" s", secs(s.ToStarted)+" s", secs(s.ToReady)+" s", num(float64(s.IdleRSS)/(1<<20))+" MiB", fmt.Sprint(s.FDs))

@@ -32,7 +32,7 @@ func sampleRun() *Run {
 		Settings: Settings{Rounds: 3, Duration: 3 * time.Second, MaxBytes: 1 << 30, Command: "make bench"},
 		Cases:    []Case{prod, cons},
 		Latency: []Latency{{Peer: "weir", RecordSize: 1024, Rate: 1000, PeakMBps: 2,
-			Rounds: []LatencyRound{{N: 10, P50: time.Millisecond, P99: 3 * time.Millisecond, P999: 9 * time.Millisecond}}}},
+			Rounds: []LatencyRound{{N: 10, P50: time.Millisecond, P99: 3 * time.Millisecond, P999: 9 * time.Millisecond, Received: 950}}}},
 		Startup:  &Startup{Partitions: 10000, Topics: 10, Create: time.Minute, ToStarted: 4 * time.Second, ToReady: 12 * time.Second, IdleRSS: 300 << 20},
 		Recovery: &Recovery{Bytes: 1 << 30, Rounds: []RecoveryRound{{ToLogsLoaded: time.Second, ToStarted: 3 * time.Second, ToReady: 4 * time.Second}}},
 		Notes:    []string{"something failed\nacross lines"},
@@ -79,7 +79,7 @@ func TestRender(t *testing.T) {
 		"| 1 KiB · 8 part · 1 prod · acks=1 | 600 (500–700) | 400 (350–500) | 100 | 1.50x (1.00–2.00) | 6.50x (6.00–7.00) | 1000 | 0.60x (0.50–0.70) |",
 		"| 1 KiB · 8 part · 1 prod · acks=1 | 1.00 | 2.00 | 5.00 | 0.50x | 0.20x | 1024 |",
 		"| 1 KiB · 8 part | 800 | 500 | 1.60x | 2000 | 0.40x |",
-		"| weir | 1000 (1.02) | 2.00 | 1.00 | 3.00 | 9.00 | 10 |",
+		"| weir | 1000 (1.02) | 2.00 | 950 | 1.00 | 3.00 | 9.00 | 10 |",
 		"- something failed across lines",
 		"![Produce](benchmarks/produce.png)",
 	} {

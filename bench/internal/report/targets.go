@@ -99,7 +99,7 @@ func (r *Run) Targets() []Target {
 func (r *Run) latencyTarget() Target {
 	t := Target{Goal: "p99 end-to-end latency at half of peak (one node): below 5 ms", Measured: "—", Met: "not measured"}
 	for _, l := range r.Latency {
-		if l.Peer != "weir" || len(l.Rounds) == 0 {
+		if l.Peer != "weir" || l.PeakMBps == 0 || len(l.Rounds) == 0 {
 			continue
 		}
 		var p99 []time.Duration

@@ -12,6 +12,10 @@ import (
 	"github.com/weir-project/weir/bench/internal/stats"
 )
 
+// lowRate is the fixed rate of the second latency run: far from every
+// broker's limit, so it shows latency without queueing.
+const lowRate = 1000
+
 // latency measures end-to-end latency on one partition at half of each
 // broker's peak (its median in the 1 KiB, 1 partition, 1 producer, acks=1
 // produce case; measured here first if that case did not run).
@@ -42,6 +46,9 @@ func (s *Suite) latency(ctx context.Context) error {
 		}
 		out = append(out, report.Latency{Peer: b.Name, RecordSize: size, PeakMBps: peak, Rate: peak / 2 * 1e6 / size})
 	}
+	for _, b := range brokers {
+		out = append(out, report.Latency{Peer: b.Name, RecordSize: size, Rate: lowRate})
+	}
 	for r := range s.cfg.Rounds {
 		for _, b := range rotate(brokers, r) {
 			for i := range out {
@@ -51,11 +58,12 @@ func (s *Suite) latency(ctx context.Context) error {
 				run := load.LatencyRun{Size: size, Rate: out[i].Rate, Duration: s.cfg.Latency, Warmup: 500 * time.Millisecond}
 				ds, err := s.latencyRound(ctx, b, run)
 				if err != nil {
-					s.note("latency on %s: %v", b.Name, err)
+					s.note("latency at %.0f records/s on %s: %v", run.Rate, b.Name, err)
 					continue
 				}
 				l := stats.LatencyPercentiles(ds)
-				out[i].Rounds = append(out[i].Rounds, report.LatencyRound{N: l.N, P50: l.P50, P99: l.P99, P999: l.P999})
+				out[i].Rounds = append(out[i].Rounds, report.LatencyRound{N: l.N, P50: l.P50, P99: l.P99, P999: l.P999,
+					Received: float64(l.N) / (run.Duration - run.Warmup).Seconds()})
 			}
 		}
 	}

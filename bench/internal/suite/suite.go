@@ -107,7 +107,7 @@ func (s *Suite) Run(ctx context.Context) (*report.Run, error) {
 // note records a failure for the report and the log.
 func (s *Suite) note(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	s.log.Warn("measurement failed", "err", msg)
+	s.log.Warn("failure noted for the report", "err", msg)
 	if len(msg) > 600 {
 		msg = msg[:600] + "…"
 	}
