@@ -61,8 +61,11 @@ func renderSustained(p printer, r *Run) {
 			"A run longer than that is impractical on this shared machine (it would write tens of GB and stall everyone's I/O), "+
 			"so this bounded run shows the approach and the figures give where it ends.",
 			num(s.MBps), num(s.DiskMBps), num(fill), num(fill*s.MBps/1e3))
-	} else {
-		p("The broker produced no faster than the disk writes, so the disk keeps up and the page cache does not fill.")
+	} else if s.DiskMBps > 0 {
+		p("Here the broker produced slower than the disk writes, so the disk kept up and the page cache never filled: "+
+			"disk bandwidth is not yet the limit of sustained produce on this machine. A producer faster than the disk's %s MB/s "+
+			"would fill the %s GiB dirty limit after (dirty limit) / (rate − %s MB/s) seconds and be held to the disk's %s MB/s from then on.",
+			num(s.DiskMBps), num(s.DirtyLimitGiB), num(s.DiskMBps), num(s.DiskMBps))
 	}
 	p("")
 }
