@@ -1,0 +1,102 @@
+package limits
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// FileAppend appends total bytes to a new file in dir in writes of batch
+// bytes, with an fsync each time fsyncEvery bytes were written since the
+// last (0: never, the page cache only). The file is removed afterwards.
+func FileAppend(dir string, total int64, batch int, fsyncEvery int64) (Result, error) {
+	f, err := os.CreateTemp(dir, "append-limit-")
+	if err != nil {
+		return Result{}, fmt.Errorf("file append limit: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	src := pattern(4 << 20)
+	start := time.Now()
+	var unsynced int64
+	for sent, off := int64(0), 0; sent < total; {
+		n := int(min(int64(batch), total-sent, int64(len(src))))
+		if off+n > len(src) {
+			off = 0
+		}
+		k, err := f.Write(src[off : off+n])
+		if err != nil {
+			return Result{}, fmt.Errorf("append to %s: %w", f.Name(), err)
+		}
+		sent += int64(k)
+		off += k
+		unsynced += int64(k)
+		if fsyncEvery > 0 && unsynced >= fsyncEvery {
+			if err := f.Sync(); err != nil {
+				return Result{}, fmt.Errorf("fsync %s: %w", f.Name(), err)
+			}
+			unsynced = 0
+		}
+	}
+	return Result{Bytes: total, Elapsed: time.Since(start)}, nil
+}
+
+// DiskWrite writes total bytes to a new file in dir and fsyncs it; the
+// time includes the fsync, so for a total well past what the kernel
+// writes back in the background it is the disk's sustained write
+// bandwidth: where a broker producing faster than that ends up once the
+// page cache's dirty limit is reached.
+func DiskWrite(dir string, total int64) (Result, error) {
+	f, err := os.CreateTemp(dir, "disk-limit-")
+	if err != nil {
+		return Result{}, fmt.Errorf("disk write limit: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	src := pattern(1 << 20)
+	start := time.Now()
+	for sent := int64(0); sent < total; sent += int64(len(src)) {
+		if _, err := f.Write(src); err != nil {
+			return Result{}, fmt.Errorf("write %s: %w", f.Name(), err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return Result{}, fmt.Errorf("fsync %s: %w", f.Name(), err)
+	}
+	el := time.Since(start)
+	// Leave no dirty or cached pages of ours behind for the next case.
+	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	return Result{Bytes: total, Elapsed: el}, nil
+}
+
+// Evict writes back and drops from the page cache every file under dir
+// (posix_fadvise DONTNEED, file by file: unlike drop_caches it touches
+// only these files, so other users of the machine keep their cache), so
+// the next read of them comes from the disk.
+func Evict(dir string) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return fmt.Errorf("evict %s: %w", path, err)
+		}
+		defer f.Close()
+		// DONTNEED skips dirty pages: write them back first.
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			return fmt.Errorf("fdatasync %s: %w", path, err)
+		}
+		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			return fmt.Errorf("fadvise %s: %w", path, err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,135 @@
+package report
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sampleRun is a small run with known figures: weir at 600 MB/s and 1
+// s/GB against kfake at 400 MB/s and 2 s/GB, and so on.
+func sampleRun() *Run {
+	prod := Case{ID: CaseID(Produce, 1024, 8, 1, 1), Kind: Produce, RecordSize: 1024, Partitions: 8, Producers: 1, Acks: 1,
+		Peers: []Series{
+			{Name: "weir", MBps: []float64{600, 500, 700}, CPUPerGB: []float64{1, 1, 1}, Batch: []float64{1 << 20, 1 << 20, 1 << 20}},
+			{Name: "kfake", MBps: []float64{400, 500, 350}, CPUPerGB: []float64{2, 2, 2}},
+			{Name: "JetStream", MBps: []float64{100, math.NaN(), 100}, CPUPerGB: []float64{5, math.NaN(), 5}},
+		},
+		Limits: []Series{{Name: LimitLoopback, MBps: []float64{1000, 1000, 1000}}},
+	}
+	cons := Case{ID: CaseID(Consume, 1024, 8, 1, 1), Kind: Consume, RecordSize: 1024, Partitions: 8, Producers: 1, Acks: 1,
+		Peers: []Series{
+			{Name: "weir", MBps: []float64{800}, CPUPerGB: []float64{0.2}},
+			{Name: "kfake", MBps: []float64{500}, CPUPerGB: []float64{0.5}},
+		},
+		Limits: []Series{{Name: LimitLoopback, MBps: []float64{2000}}},
+	}
+	return &Run{
+		Machine:  Machine{CPU: "Test CPU", Cores: 2, Kernel: "6.0", Go: "go1.26", Date: "2026-01-01 00:00 UTC", LoadStart: "1.0", LoadEnd: "2.0"},
+		Settings: Settings{Rounds: 3, Duration: 3 * time.Second, MaxBytes: 1 << 30, Command: "make bench"},
+		Cases:    []Case{prod, cons},
+		Latency: []Latency{{Peer: "weir", RecordSize: 1024, Rate: 1000, PeakMBps: 2,
+			Rounds: []LatencyRound{{N: 10, P50: time.Millisecond, P99: 3 * time.Millisecond, P999: 9 * time.Millisecond, Received: 950}}}},
+		Startup:  &Startup{Partitions: 10000, Topics: 10, Create: time.Minute, ToStarted: 4 * time.Second, ToReady: 12 * time.Second, IdleRSS: 300 << 20},
+		Recovery: &Recovery{Bytes: 1 << 30, Rounds: []RecoveryRound{{ToLogsLoaded: time.Second, ToStarted: 3 * time.Second, ToReady: 4 * time.Second}}},
+		Notes:    []string{"something failed\nacross lines"},
+	}
+}
+
+func TestTargets(t *testing.T) {
+	got := map[string]Target{}
+	for _, tg := range sampleRun().Targets() {
+		got[tg.Goal] = tg
+	}
+	check := func(goal, measured, met string) {
+		t.Helper()
+		tg, ok := got[goal]
+		if !ok {
+			t.Fatalf("no target %q", goal)
+		}
+		if tg.Measured != measured || tg.Met != met {
+			t.Errorf("%s: %q %q, want %q %q", goal, tg.Measured, tg.Met, measured, met)
+		}
+	}
+	check("CPU per GB, produce acks=1: at most 0.5x kfake", "0.50x", "met")
+	check("CPU per GB, produce acks=-1: at most 0.5x kfake", "—", "not measured")
+	// Round ratios 1.5, 1.0, 2.0: median 1.5.
+	check("Produce 1 KiB acks=1: at least 1.5x kfake", "1.50x (1.00–2.00)", "met")
+	// The NaN round of JetStream drops out: ratios 6 and 7.
+	check("Produce 1 KiB acks=1: at least 3x JetStream", "6.50x (6.00–7.00)", "met")
+	check("Produce 1 KiB acks=1: at least 0.5 of the loopback limit", "0.60x (0.50–0.70)", "met")
+	check("Consume from page cache: at least 2x kfake", "1.60x", "not met")
+	check("Consume from page cache: at least 0.6 of the loopback limit", "0.40x", "not met")
+	check("p99 end-to-end latency at half of peak (one node): below 5 ms", "3.00 ms", "met")
+	check("10,000 partitions on one node: start in under 10 s", "12.0 s", "not met")
+	check("10,000 partitions on one node: idle RSS under 1 GiB", "300 MiB", "met")
+	check("Recovery after kill -9 holding 1 GiB unflushed: under 5 s", "4.00 s with 1024 MiB", "met")
+	check("RF 3 acks=-1 on 3 nodes: at least 0.4x one node acks=1", "—", "not measured")
+}
+
+func TestRender(t *testing.T) {
+	page := Render(sampleRun(), []Chart{{File: "benchmarks/produce.png", Caption: "Produce"}})
+	for _, want := range []string{
+		"| CPU | Test CPU, 2 cores |",
+		"| Load average at start / end | 1.0 / 2.0 |",
+		"| Case | weir MB/s | kfake MB/s | JetStream MB/s | weir / kfake | weir / JetStream | loopback TCP MB/s | weir / loopback TCP |",
+		"| 1 KiB · 8 part · 1 prod · acks=1 | 600 (500–700) | 400 (350–500) | 100 | 1.50x (1.00–2.00) | 6.50x (6.00–7.00) | 1000 | 0.60x (0.50–0.70) |",
+		"| 1 KiB · 8 part · 1 prod · acks=1 | 1.00 | 2.00 | 5.00 | 0.50x | 0.20x | 1024 |",
+		"| 1 KiB · 8 part | 800 | 500 | 1.60x | 2000 | 0.40x |",
+		"| weir | 1000 (1.02) | 2.00 | 950 | 1.00 | 3.00 | 9.00 | 10 |",
+		"- something failed across lines",
+		"![Produce](benchmarks/produce.png)",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "NaN") {
+		t.Error("page prints NaN")
+	}
+	for _, absent := range []string{"## Sustained", "## Three nodes", "## Produce with fsync"} {
+		if strings.Contains(page, absent) {
+			t.Errorf("page has section %q of a case not run", absent)
+		}
+	}
+}
+
+func TestSaveLoadKeepsNaN(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.json")
+	r := sampleRun()
+	if err := r.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := back.Cases[0].Peers[2]
+	if len(js.MBps) != 3 || !math.IsNaN(js.MBps[1]) || js.MBps[0] != 100 {
+		t.Errorf("JetStream series after load: %v", js.MBps)
+	}
+	if Render(back, nil) != Render(r, nil) {
+		t.Error("a loaded run renders differently")
+	}
+}
+
+func TestChartsDrawn(t *testing.T) {
+	dir := t.TempDir()
+	charts, err := Charts(sampleRun(), dir, "benchmarks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// produce, produce CPU, consume, consume CPU, latency; no sustained run.
+	if len(charts) != 5 {
+		t.Fatalf("%d charts: %v", len(charts), charts)
+	}
+	for _, c := range charts {
+		fi, err := os.Stat(filepath.Join(dir, filepath.Base(c.File)))
+		if err != nil || fi.Size() == 0 {
+			t.Errorf("chart %s: %v", c.File, err)
+		}
+	}
+}

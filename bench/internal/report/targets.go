@@ -1,0 +1,154 @@
+package report
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/weir-project/weir/bench/internal/stats"
+)
+
+// Headline workload of the targets: 1 KiB records, 8 partitions, one
+// producer (the figures are for a few partitions, 1 KiB).
+const (
+	headSize       = 1024
+	headPartitions = 8
+)
+
+// Names of the limits and of the cluster case's series.
+const (
+	LimitLoopback     = "loopback TCP"
+	LimitFileAppend   = "file append"
+	LimitFileFsync    = "file append + fsync"
+	LimitSendfile     = "sendfile"
+	LimitSendfileCold = "sendfile from disk"
+	ClusterRF3        = "weir 3-node RF3 acks=-1"
+	ClusterSingle     = "weir 1-node acks=1"
+)
+
+// Target is one line of the targets with what this run measured.
+type Target struct {
+	Goal     string
+	Measured string
+	Met      string // "met", "not met", or "not measured"
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "not met"
+}
+
+// ratioTarget compares median(a/b) round by round with want: at least
+// (atLeast) or at most.
+func ratioTarget(goal string, a, b *Series, cpu bool, want float64, atLeast bool) Target {
+	t := Target{Goal: goal, Met: "not measured", Measured: "—"}
+	if a == nil || b == nil {
+		return t
+	}
+	var s stats.Summary
+	if cpu {
+		s = ratio(a.CPUPerGB, b.CPUPerGB)
+	} else {
+		s = ratio(a.MBps, b.MBps)
+	}
+	if s.N == 0 {
+		return t
+	}
+	t.Measured = ratioText(s)
+	if atLeast {
+		t.Met = verdict(s.Median >= want)
+	} else {
+		t.Met = verdict(s.Median <= want)
+	}
+	return t
+}
+
+// peerOf is the named series of the case with id, or nil.
+func (r *Run) peerOf(id, name string) *Series {
+	c := r.Find(id)
+	if c == nil {
+		return nil
+	}
+	return c.Peer(name)
+}
+
+// Targets evaluates the targets on this run.
+func (r *Run) Targets() []Target {
+	prod1 := CaseID(Produce, headSize, headPartitions, 1, 1)
+	prodAll := CaseID(Produce, headSize, headPartitions, 1, -1)
+	cons := CaseID(Consume, headSize, headPartitions, 1, 1)
+	clus := CaseID(Cluster, headSize, headPartitions, 1, -1)
+	w := func(id string) *Series { return r.peerOf(id, "weir") }
+	ts := []Target{
+		ratioTarget("CPU per GB, produce acks=1: at most 0.5x kfake", w(prod1), r.peerOf(prod1, "kfake"), true, 0.5, false),
+		ratioTarget("CPU per GB, produce acks=-1: at most 0.5x kfake", w(prodAll), r.peerOf(prodAll, "kfake"), true, 0.5, false),
+		ratioTarget("CPU per GB, consume: at most 0.5x kfake", w(cons), r.peerOf(cons, "kfake"), true, 0.5, false),
+		ratioTarget("Produce 1 KiB acks=1: at least 1.5x kfake", w(prod1), r.peerOf(prod1, "kfake"), false, 1.5, true),
+		ratioTarget("Produce 1 KiB acks=1: at least 3x JetStream", w(prod1), r.peerOf(prod1, "JetStream"), false, 3, true),
+		ratioTarget("Produce 1 KiB acks=1: at least 0.5 of the loopback limit", w(prod1), r.peerOf(prod1, LimitLoopback), false, 0.5, true),
+		ratioTarget("Consume from page cache: at least 2x kfake", w(cons), r.peerOf(cons, "kfake"), false, 2, true),
+		ratioTarget("Consume from page cache: at least 0.6 of the loopback limit", w(cons), r.peerOf(cons, LimitLoopback), false, 0.6, true),
+		ratioTarget("RF 3 acks=-1 on 3 nodes: at least 0.4x one node acks=1", r.peerOf(clus, ClusterRF3), r.peerOf(clus, ClusterSingle), false, 0.4, true),
+	}
+	ts = append(ts, r.latencyTarget())
+	ts = append(ts, r.startupTargets()...)
+	return append(ts, r.recoveryTarget())
+}
+
+func (r *Run) latencyTarget() Target {
+	t := Target{Goal: "p99 end-to-end latency at half of peak (one node): below 5 ms", Measured: "—", Met: "not measured"}
+	for _, l := range r.Latency {
+		if l.Peer != "weir" || l.PeakMBps == 0 || len(l.Rounds) == 0 {
+			continue
+		}
+		var p99 []time.Duration
+		for _, rd := range l.Rounds {
+			p99 = append(p99, rd.P99)
+		}
+		s := durSummary(p99)
+		t.Measured = spread(s) + " ms"
+		t.Met = verdict(s.Median < 5)
+	}
+	return t
+}
+
+func (r *Run) startupTargets() []Target {
+	start := Target{Goal: "10,000 partitions on one node: start in under 10 s", Measured: "—", Met: "not measured"}
+	rss := Target{Goal: "10,000 partitions on one node: idle RSS under 1 GiB", Measured: "—", Met: "not measured"}
+	if s := r.Startup; s != nil {
+		scope := ""
+		if s.Partitions != 10000 {
+			scope = fmt.Sprintf(" (%d partitions only: quick run)", s.Partitions)
+		}
+		start.Measured = secs(s.ToReady) + " s" + scope
+		start.Met = verdict(s.Partitions >= 10000 && s.ToReady < 10*time.Second)
+		rss.Measured = fmt.Sprintf("%s MiB%s", num(float64(s.IdleRSS)/(1<<20)), scope)
+		rss.Met = verdict(s.Partitions >= 10000 && s.IdleRSS < 1<<30)
+		if s.Partitions < 10000 {
+			start.Met, rss.Met = "not measured", "not measured"
+		}
+	}
+	return []Target{start, rss}
+}
+
+func (r *Run) recoveryTarget() Target {
+	t := Target{Goal: "Recovery after kill -9 holding 1 GiB unflushed: under 5 s", Measured: "—", Met: "not measured"}
+	rc := r.Recovery
+	if rc == nil || len(rc.Rounds) == 0 {
+		return t
+	}
+	var ready []time.Duration
+	for _, rd := range rc.Rounds {
+		ready = append(ready, rd.ToReady)
+	}
+	s := durSummary(ready)
+	t.Measured = fmt.Sprintf("%s s with %s MiB", num(s.Median/1000), num(float64(rc.Bytes)/(1<<20)))
+	if rc.Bytes < 1<<30 {
+		t.Measured += " (quick run)"
+		t.Met = "not measured"
+		return t
+	}
+	t.Met = verdict(s.Median < 5000)
+	return t
+}
