@@ -1,6 +1,6 @@
 // Command suite is `make bench`'s side-by-side benchmark: it builds weir
 // (from the checkout above this module), kfake and nats-server, runs every
-// case of issue 12 against them and the machine's limits, and writes
+// performance case against them and the machine's limits, and writes
 // docs/benchmarks.md with its charts (and the raw run as JSON beside them,
 // so the page can be rendered again with -render).
 package main

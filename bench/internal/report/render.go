@@ -97,7 +97,7 @@ func runKind(quick bool) string {
 }
 
 func renderTargets(p printer, r *Run) {
-	p("## Targets (issue 12)")
+	p("## Targets")
 	p("")
 	p("Ratios are taken round by round (weir and the peer measured in the same round), then the median (min–max) over rounds. " +
 		"Headline workload: 1 KiB random values, 8 partitions, one producer.")

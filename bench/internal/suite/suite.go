@@ -1,4 +1,4 @@
-// Package suite runs the benchmark cases of issue 12 against weir, kfake
+// Package suite runs the benchmark cases against weir, kfake
 // and JetStream and the machine's limits, and collects a report.Run.
 package suite
 
