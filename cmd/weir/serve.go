@@ -187,6 +187,7 @@ func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 			CleanerBackoffMs:         cfg.LogCleanerBackoffMs,
 			CleanerDedupeBufferSize:  cfg.LogCleanerDedupeBufferSize,
 			MaxOpenFiles:             int(cfg.LogMaxOpenFiles),
+			RecoveryThreadsPerDir:    int(cfg.NumRecoveryThreadsPerDataDir),
 		},
 	}
 	// A single voter that is this node needs no address list: the

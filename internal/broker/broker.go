@@ -95,12 +95,14 @@ type Options struct {
 
 // Broker is one running broker.
 type Broker struct {
-	opts     Options
-	nodeID   int32
-	log      *slog.Logger
-	logs     *storage.Manager
-	replicas *replica.Manager
-	meta     *metadata.Controller
+	opts   Options
+	nodeID int32
+	log    *slog.Logger
+	// incarnation is this process's broker incarnation id, drawn at start.
+	incarnation [16]byte
+	logs        *storage.Manager
+	replicas    *replica.Manager
+	meta        *metadata.Controller
 	// clientSrv serves the client listeners, ctrlSrv the CONTROLLER one.
 	clientSrv *server.Server
 	ctrlSrv   *server.Server
@@ -275,8 +277,14 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return fmt.Errorf("open metadata: %w", err)
 	}
 	defer func() { err = errors.Join(err, b.closeMetadata()) }()
+	if _, err := rand.Read(b.incarnation[:]); err != nil {
+		return fmt.Errorf("incarnation id: %w", err)
+	}
+	b.incarnation[0] |= 1 // never zero
 	if !opts.BrokerOnly {
 		b.ctrlSvc = controller.New(controller.Config{
+			LocalID:              opts.NodeID,
+			LocalIncarnation:     b.incarnation,
 			Voters:               voters,
 			ControllerListener:   opts.ControllerListener,
 			SessionTimeout:       opts.SessionTimeout,
@@ -423,11 +431,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 // register registers this broker with the active controller, as a new
 // incarnation, and prepares its heartbeats.
 func (b *Broker) register(ctx context.Context, clusterID string) error {
-	var inc [16]byte
-	if _, err := rand.Read(inc[:]); err != nil {
-		return fmt.Errorf("incarnation id: %w", err)
-	}
-	inc[0] |= 1 // never zero
+	inc := b.incarnation
 	var listeners []kmsg.BrokerRegistrationRequestListener
 	ordered := append([]Listener(nil), b.opts.Listeners...)
 	// The inter-broker listener first: it is what Metadata advertises and

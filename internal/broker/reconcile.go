@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -147,6 +148,7 @@ func (b *Broker) reconcile() map[storage.TopicPartition]error {
 			}
 		}
 	}
+	var ensure []replicaWork
 	for _, t := range examine {
 		for _, p := range t.Partitions {
 			tp := storage.TopicPartition{Topic: t.Name, Partition: p.Partition}
@@ -162,11 +164,10 @@ func (b *Broker) reconcile() map[storage.TopicPartition]error {
 			if t.Pending {
 				continue
 			}
-			if err := b.ensureReplica(t, p); err != nil {
-				failed[tp] = err
-			}
+			ensure = append(ensure, replicaWork{t, p})
 		}
 	}
+	maps.Copy(failed, b.ensureReplicas(ensure))
 	if b.lastImage == nil {
 		b.sweepUnknownLogs(img, failed)
 	}
@@ -271,23 +272,68 @@ func (b *Broker) ensureReplica(t *metadata.Topic, p metadata.Partition) error {
 	return nil
 }
 
+// replicaWork is a partition whose local replica ensureReplicas opens or
+// updates.
+type replicaWork struct {
+	t *metadata.Topic
+	p metadata.Partition
+}
+
+// replicaOpeners is how many replicas ensureReplicas opens at once. A new
+// log costs a few fsyncs (its directory, partition.metadata), which the
+// filesystem's journal commits together when they come at once; the
+// other work is syscalls, bounded by the CPUs whatever the count. 10,000
+// partitions open in seconds this way instead of a minute or more.
+const replicaOpeners = 32
+
+// ensureReplicas runs ensureReplica for every work item, replicaOpeners at
+// a time, and returns the partitions that failed. Items name distinct
+// partitions.
+func (b *Broker) ensureReplicas(work []replicaWork) map[storage.TopicPartition]error {
+	failed := map[storage.TopicPartition]error{}
+	var mu sync.Mutex
+	next := make(chan replicaWork)
+	var wg sync.WaitGroup
+	for range min(replicaOpeners, len(work)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w := range next {
+				if err := b.ensureReplica(w.t, w.p); err != nil {
+					mu.Lock()
+					failed[storage.TopicPartition{Topic: w.t.Name, Partition: w.p.Partition}] = err
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, w := range work {
+		next <- w
+	}
+	close(next)
+	wg.Wait()
+	return failed
+}
+
 // openLocal opens the local replicas of the pending topic t and reports
 // those that failed, as KAFKA_STORAGE_ERROR: the logs, not the request,
 // are at fault.
 func (b *Broker) openLocal(t *metadata.Topic) error {
 	b.reconcileMu.Lock()
 	defer b.reconcileMu.Unlock()
-	var errs []error
+	var work []replicaWork
 	for _, p := range t.Partitions {
-		if !slices.Contains(p.Replicas, b.nodeID) {
-			continue
-		}
-		if err := b.ensureReplica(t, p); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", tpName(storage.TopicPartition{Topic: t.Name, Partition: p.Partition}), err))
+		if slices.Contains(p.Replicas, b.nodeID) {
+			work = append(work, replicaWork{t, p})
 		}
 	}
-	if len(errs) == 0 {
+	failed := b.ensureReplicas(work)
+	if len(failed) == 0 {
 		return nil
+	}
+	var errs []error
+	for _, tp := range slices.SortedFunc(maps.Keys(failed), compareTP) {
+		errs = append(errs, fmt.Errorf("%s: %w", tpName(tp), failed[tp]))
 	}
 	return fmt.Errorf("%w: cannot open %d of the topic's partitions, so it was not created: %w",
 		kerr.KafkaStorageError, len(errs), errors.Join(errs[:min(len(errs), 3)]...))

@@ -389,7 +389,7 @@ var brokerKeys = []brokerKey{
 	intKey("socket.receive.buffer.bytes", TypeInt, 102400, anyInt, math.MaxInt32, func(b *Broker) *int64 { return &b.SocketReceiveBufferBytes },
 		"SO_RCVBUF of client sockets (-1: OS default)."),
 	intKey("num.recovery.threads.per.data.dir", TypeInt, 2, 1, math.MaxInt32, func(b *Broker) *int32 { return &b.NumRecoveryThreadsPerDataDir },
-		"Accepted for compatibility; unused."),
+		"Logs of one log dir loaded (recovered after a crash) at once at start, and flushed at once at shutdown."),
 }
 
 // brokerKeyIndex maps a key name to its position in brokerKeys. Built once

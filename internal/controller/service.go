@@ -68,6 +68,14 @@ type Config struct {
 	// hands out (1000, as Kafka).
 	ProducerIDBlock int64
 	Logger          *slog.Logger
+	// LocalID and LocalIncarnation name the broker of this very process,
+	// on a node that is broker and controller at once. Its registration
+	// is never refused as a duplicate: the earlier incarnation of its id
+	// was an earlier process of this node, gone now, so waiting for that
+	// one's session to expire (broker.session.timeout.ms) would only hold
+	// up a restart after a crash. A zero LocalIncarnation names none.
+	LocalID          int32
+	LocalIncarnation [16]byte
 }
 
 // Service is one node's controller service.
@@ -228,7 +236,8 @@ func (s *Service) register(ctx context.Context, r *kmsg.BrokerRegistrationReques
 		// its session expires, unless it shut down cleanly (it then
 		// names its last epoch), is fenced, or is stopping.
 		clean := r.Version >= 3 && r.PreviousBrokerEpoch == old.Epoch
-		if !clean && !old.Fenced && !old.InControlledShutdown && s.liveSession(old.ID, old.Epoch) {
+		self := r.BrokerID == s.cfg.LocalID && r.IncarnationID == s.cfg.LocalIncarnation && r.IncarnationID != ([16]byte{})
+		if !clean && !self && !old.Fenced && !old.InControlledShutdown && s.liveSession(old.ID, old.Epoch) {
 			resp.ErrorCode = kerr.DuplicateBrokerRegistration.Code
 			return resp
 		}

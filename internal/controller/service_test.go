@@ -165,3 +165,36 @@ func TestAlterPartitionCompareAndSet(t *testing.T) {
 		t.Fatalf("expand: %+v", got)
 	}
 }
+
+// TestOwnIncarnationRegistersAtOnce: on a broker-and-controller node, the
+// broker of this very process (LocalID, LocalIncarnation) re-registers at
+// once although its predecessor's session is still live (it died with
+// the predecessor's controller, in a kill -9); any other new incarnation
+// of a live broker is still refused.
+func TestOwnIncarnationRegistersAtOnce(t *testing.T) {
+	s, _, _ := newService(t)
+	s.cfg.LocalID, s.cfg.LocalIncarnation = 1, [16]byte{7}
+	e1 := register(t, s, 1, 3) // the crashed process's incarnation
+	e2 := register(t, s, 2, 1)
+	for id, e := range map[int32]int64{1: e1, 2: e2} {
+		if r := heartbeat(t, s, id, e, e, false); r.ErrorCode != 0 || r.IsFenced {
+			t.Fatalf("broker %d not unfenced: %+v", id, r)
+		}
+	}
+
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.BrokerID, req.IncarnationID = 2, [16]byte{2}
+	req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: "h", Port: 1}}
+	resp, _ := s.Handle(ctx(t), req)
+	if code := resp.(*kmsg.BrokerRegistrationResponse).ErrorCode; code != kerr.DuplicateBrokerRegistration.Code {
+		t.Fatalf("new incarnation of live broker 2: code %d, want DUPLICATE_BROKER_REGISTRATION", code)
+	}
+	req.BrokerID, req.IncarnationID = 1, [16]byte{8} // id 1, not this process
+	resp, _ = s.Handle(ctx(t), req)
+	if code := resp.(*kmsg.BrokerRegistrationResponse).ErrorCode; code != kerr.DuplicateBrokerRegistration.Code {
+		t.Fatalf("foreign incarnation of live broker 1: code %d, want DUPLICATE_BROKER_REGISTRATION", code)
+	}
+	if e := register(t, s, 1, 7); e <= e1 {
+		t.Fatalf("own incarnation epoch %d, want above %d", e, e1)
+	}
+}

@@ -20,12 +20,17 @@ type Manager struct {
 
 	mu    sync.RWMutex
 	parts map[storage.TopicPartition]*Partition
+	// opening holds the replicas Ensure is opening, outside mu: another
+	// Ensure or Remove of the same partition waits on the channel, while
+	// other partitions open at the same time.
+	opening map[storage.TopicPartition]chan struct{}
 }
 
 // NewManager serves the replicas of broker localID out of the given log
 // manager.
 func NewManager(logs *storage.Manager, localID int32) *Manager {
-	return &Manager{logs: logs, localID: localID, lagMax: DefaultLagMax, parts: make(map[storage.TopicPartition]*Partition)}
+	return &Manager{logs: logs, localID: localID, lagMax: DefaultLagMax, parts: make(map[storage.TopicPartition]*Partition),
+		opening: make(map[storage.TopicPartition]chan struct{})}
 }
 
 // SetISRChanger sets, for replicas opened from now on, where ISR changes
@@ -47,13 +52,21 @@ func (m *Manager) Get(tp storage.TopicPartition) *Partition {
 
 // Ensure makes sure a replica exists for tp with the given log config and
 // metadata state, opening or creating its log, and reports how its role
-// changed.
+// changed. Calls for different partitions may run at once.
 func (m *Manager) Ensure(tp storage.TopicPartition, cfg storage.Config, s State) (*Partition, Transition, error) {
 	m.mu.Lock()
+	m.awaitOpeningLocked(tp)
 	p := m.parts[tp]
 	if p == nil {
+		done := make(chan struct{})
+		m.opening[tp] = done
+		m.mu.Unlock()
 		var err error
-		if p, err = m.open(tp, cfg, s.TopicID); err != nil {
+		p, err = m.open(tp, cfg, s.TopicID)
+		m.mu.Lock()
+		delete(m.opening, tp)
+		close(done)
+		if err != nil {
 			m.mu.Unlock()
 			return nil, Unchanged, err
 		}
@@ -66,6 +79,20 @@ func (m *Manager) Ensure(tp storage.TopicPartition, cfg storage.Config, s State)
 		return nil, Unchanged, err
 	}
 	return p, tr, nil
+}
+
+// awaitOpeningLocked waits (releasing mu meanwhile) until no Ensure is
+// opening tp.
+func (m *Manager) awaitOpeningLocked(tp storage.TopicPartition) {
+	for {
+		wait, busy := m.opening[tp]
+		if !busy {
+			return
+		}
+		m.mu.Unlock()
+		<-wait
+		m.mu.Lock()
+	}
 }
 
 // open opens tp's log, first deleting a directory left by an earlier
@@ -112,6 +139,7 @@ func (m *Manager) StoredTopicID(tp storage.TopicPartition) ([16]byte, bool) {
 // partition moved away).
 func (m *Manager) Remove(tp storage.TopicPartition) error {
 	m.mu.Lock()
+	m.awaitOpeningLocked(tp)
 	p := m.parts[tp]
 	delete(m.parts, tp)
 	m.mu.Unlock()

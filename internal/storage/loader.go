@@ -1,11 +1,8 @@
 package storage
 
 import (
-	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -254,83 +251,6 @@ func (l *Log) cutSegments(segs []*segment, i int, res scanResult) error {
 		}
 	}
 	return nil
-}
-
-// scanResult is the outcome of reading a segment batch by batch.
-type scanResult struct {
-	validEnd int64 // bytes of whole valid batches from the start
-	next     int64 // offset after the last valid batch (base if none)
-	batches  int
-	stop     error // why the scan stopped before the end; nil if it reached it
-}
-
-// scan reads the segment batch by batch from the start, checking framing,
-// CRC and offsets (at least the segment base, increasing, below upper,
-// relative offset fits an int32). With reindex it rebuilds both indexes
-// and the timestamps. The returned error is an I/O failure only;
-// invalid data ends the scan with res.stop set.
-func (s *segment) scan(upper int64, interval int, reindex bool, onBatch func(recordbatch.Header) error) (scanResult, error) {
-	size := s.size.Load()
-	if reindex {
-		s.offIdx.Reset()
-		s.timeIdx.Reset()
-		s.resetTimestamps()
-		s.bytesSinceIndex = 0
-	}
-	res := scanResult{next: s.base}
-	f, err := s.file.acquire()
-	if err != nil {
-		return res, err
-	}
-	defer s.file.release()
-	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<20)
-	buf := make([]byte, 64<<10)
-	for res.validEnd < size {
-		pos := res.validEnd
-		if size-pos < recordbatch.HeaderSize {
-			res.stop = fmt.Errorf("torn batch header: %d bytes at end", size-pos)
-			break
-		}
-		if _, err := io.ReadFull(br, buf[:12]); err != nil {
-			return res, fmt.Errorf("read at %d: %w", pos, err)
-		}
-		length := int64(int32(binary.BigEndian.Uint32(buf[8:12])))
-		total := 12 + length
-		if length < recordbatch.HeaderSize-12 || pos+total > size {
-			res.stop = fmt.Errorf("batch length %d at byte %d runs past the end (%d)", length, pos, size)
-			break
-		}
-		if int64(len(buf)) < total {
-			buf = append(buf[:12], make([]byte, total-12)...)
-		}
-		if _, err := io.ReadFull(br, buf[12:total]); err != nil {
-			return res, fmt.Errorf("read at %d: %w", pos+12, err)
-		}
-		b := buf[:total]
-		h, err := recordbatch.ParseHeader(b)
-		if err == nil {
-			err = recordbatch.CheckCRC(b)
-		}
-		if err == nil {
-			err = checkOffsets(h, res.next, s.base, upper)
-		}
-		if err != nil {
-			res.stop = fmt.Errorf("batch at byte %d: %w", pos, err)
-			break
-		}
-		if reindex {
-			s.indexBatch(h, h.MaxTimestamp, pos, interval)
-		}
-		if onBatch != nil {
-			if err := onBatch(h); err != nil {
-				return res, err
-			}
-		}
-		res.validEnd += total
-		res.next = h.LastOffset() + 1
-		res.batches++
-	}
-	return res, nil
 }
 
 // checkOffsets checks a stored batch's offsets against its neighbours.

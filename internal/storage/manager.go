@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +59,12 @@ type ManagerConfig struct {
 	// (5000): how often replication-offset-checkpoint is written.
 	HWCheckpointIntervalMs int64
 
+	// RecoveryThreadsPerDir is num.recovery.threads.per.data.dir (Kafka's
+	// default, 2): how many logs of one log dir are loaded (recovered
+	// after a crash) at once at start, and flushed at once at Close. 0 =
+	// the default. See OpenManager.
+	RecoveryThreadsPerDir int
+
 	// MaxOpenFiles bounds the segment files open at once across every
 	// log (weir.log.max.open.files); 0 = DefaultMaxOpenFiles, derived from
 	// RLIMIT_NOFILE. See doc.go, Descriptors.
@@ -86,9 +90,14 @@ type Manager struct {
 	cfg    ManagerConfig
 	logger *slog.Logger
 
-	mu     sync.RWMutex
-	logs   map[TopicPartition]managedLog
-	closed bool
+	mu   sync.RWMutex
+	logs map[TopicPartition]managedLog
+	// opening holds the logs GetOrCreate is creating, outside mu: a
+	// second caller for the same partition (or Delete) waits on the
+	// channel, while other partitions are created at the same time.
+	opening map[TopicPartition]chan struct{}
+	perDir  []int // logs (loaded, or being created) in each dir
+	closed  bool
 	// moving holds the partitions whose log MoveLog is moving: neither
 	// loaded nor to be created meanwhile.
 	moving map[TopicPartition]bool
@@ -121,113 +130,10 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 		logger.Warn("weir.log.max.open.files is not below the process's open file limit; the broker may run out of descriptors",
 			"max_open_files", files, "rlimit_nofile", limit)
 	}
-	m := &Manager{cfg: cfg, logger: logger, logs: make(map[TopicPartition]managedLog), files: newFileCache(files)}
-
-	type job struct {
-		tp            TopicPartition
-		dir           int
-		path          string
-		rp, lso, hw   int64
-		cleaned       int64
-		cleanShutdown bool
-	}
-	var jobs []job
-	found := make(map[TopicPartition]string) // partition -> its directory
-	moved, err := recoverMoves(cfg.Dirs)
-	if err != nil {
-		return nil, fmt.Errorf("open log manager: %w", err)
-	}
-	cleanerPoints := m.readCleanerCheckpoints()
-	for i, dir := range cfg.Dirs {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("create log dir %s: %w", dir, err)
-		}
-		_, err := os.Stat(filepath.Join(dir, cleanShutdownFile))
-		clean := err == nil
-		rps := m.readCheckpoint(filepath.Join(dir, recoveryPointFile))
-		lsos := m.readCheckpoint(filepath.Join(dir, logStartFile))
-		hws := m.readCheckpoint(filepath.Join(dir, hwFile))
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return nil, fmt.Errorf("list log dir %s: %w", dir, err)
-		}
-		for _, e := range entries {
-			if !e.IsDir() {
-				continue
-			}
-			p := filepath.Join(dir, e.Name())
-			if strings.HasSuffix(e.Name(), "-delete") {
-				// A partition deleted just before a crash: finish the job.
-				if err := os.RemoveAll(p); err != nil {
-					return nil, fmt.Errorf("remove deleted partition dir %s: %w", p, err)
-				}
-				continue
-			}
-			tp, ok := parseTopicPartition(e.Name())
-			if !ok {
-				continue
-			}
-			if prev, dup := found[tp]; dup {
-				// Which copy is current cannot be told; Kafka refuses too.
-				return nil, fmt.Errorf("open log manager: duplicate log directories for partition %s: %s and %s; remove one of them", tp.dirName(), prev, p)
-			}
-			found[tp] = p
-			key := checkpoint.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
-			j := job{tp: tp, dir: i, path: p, rp: rps[key], lso: lsos[key], hw: hws[key], cleaned: cleanerPoints[i][key], cleanShutdown: clean}
-			if mo, ok := moved[tp]; ok {
-				// Moved here from another dir just before a crash: this
-				// dir's checkpoints may not know it yet.
-				j.rp, j.cleaned, j.cleanShutdown = 0, 0, false
-				j.lso, j.hw = max(j.lso, mo.logStart), max(j.hw, mo.hw)
-			}
-			jobs = append(jobs, j)
-		}
-	}
-
-	// Load in parallel, bounded by the CPUs (recovery is I/O and CRC bound).
-	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
-	var wg sync.WaitGroup
-	var errMu sync.Mutex
-	var errs []error
-	for _, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			l, err := openLogWithFiles(j.path, cfg.Defaults, j.rp, j.lso, j.cleanShutdown, logger, m.files)
-			errMu.Lock()
-			defer errMu.Unlock()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("load %s: %w", j.path, err))
-				return
-			}
-			l.setCleanerCheckpoint(j.cleaned)
-			l.SetHighWatermark(min(j.hw, l.LogEndOffset()))
-			l.onStartLowered = m.checkpointAfterTruncation
-			m.logs[j.tp] = managedLog{log: l, dir: j.dir}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, ml := range m.logs {
-			ml.log.Close()
-		}
+	m := &Manager{cfg: cfg, logger: logger, logs: make(map[TopicPartition]managedLog),
+		opening: make(map[TopicPartition]chan struct{}), perDir: make([]int, len(cfg.Dirs)), files: newFileCache(files)}
+	if err := m.loadAll(); err != nil {
 		return nil, err
-	}
-	for _, dir := range cfg.Dirs {
-		if err := os.Remove(filepath.Join(dir, cleanShutdownFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("remove clean-shutdown marker in %s: %w", dir, err)
-		}
-		if err := syncDir(dir); err != nil {
-			return nil, err
-		}
-	}
-	if err := m.dropMoveMarkers(moved); err != nil {
-		for _, ml := range m.logs {
-			ml.log.Close()
-		}
-		return nil, fmt.Errorf("open log manager: %w", err)
 	}
 	logger.Info("log manager loaded", "partitions", len(m.logs), "dirs", len(cfg.Dirs),
 		"max_open_segment_files", files, "rlimit_nofile", limit)
@@ -253,37 +159,65 @@ func (m *Manager) Get(tp TopicPartition) *Log {
 }
 
 // GetOrCreate returns the log, creating it with cfg if absent, in the log
-// dir holding the fewest partitions.
+// dir holding the fewest partitions. Creations of different partitions
+// run at once (the files of a new log cost a few fsyncs, which the
+// filesystem journal batches across concurrent callers); a second caller
+// for a partition being created waits for the first.
 func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 	if _, ok := parseTopicPartition(tp.dirName()); !ok || strings.ContainsAny(tp.Topic, `/\`) || tp.Topic == "." || tp.Topic == ".." {
 		return nil, fmt.Errorf("invalid partition name %q", tp.dirName())
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, ErrClosed
-	}
-	if ml, ok := m.logs[tp]; ok {
-		return ml.log, nil
-	}
-	if m.moving[tp] {
-		return nil, fmt.Errorf("open log %s: %w", tp.dirName(), ErrMoving)
-	}
-	counts := make([]int, len(m.cfg.Dirs))
-	for _, ml := range m.logs {
-		counts[ml.dir]++
+	for {
+		if m.closed {
+			m.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if ml, ok := m.logs[tp]; ok {
+			m.mu.Unlock()
+			return ml.log, nil
+		}
+		if m.moving[tp] {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("open log %s: %w", tp.dirName(), ErrMoving)
+		}
+		wait, busy := m.opening[tp]
+		if !busy {
+			break
+		}
+		m.mu.Unlock()
+		<-wait
+		m.mu.Lock()
 	}
 	dir := 0
-	for i, c := range counts {
-		if c < counts[dir] {
+	for i, c := range m.perDir {
+		if c < m.perDir[dir] {
 			dir = i
 		}
 	}
+	m.perDir[dir]++
+	done := make(chan struct{})
+	m.opening[tp] = done
+	m.mu.Unlock()
+
 	l, err := openLogWithFiles(filepath.Join(m.cfg.Dirs[dir], tp.dirName()), cfg, 0, 0, false, m.logger, m.files)
-	if err != nil {
-		return nil, fmt.Errorf("create log %s: %w", tp.dirName(), err)
+	if err == nil {
+		l.onStartLowered = m.checkpointAfterTruncation
 	}
-	l.onStartLowered = m.checkpointAfterTruncation
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.opening, tp)
+	close(done)
+	switch {
+	case err != nil:
+		m.perDir[dir]--
+		return nil, fmt.Errorf("create log %s: %w", tp.dirName(), err)
+	case m.closed:
+		// Close has already taken its list of logs: this one is not on it.
+		m.perDir[dir]--
+		l.Close()
+		return nil, ErrClosed
+	}
 	m.logs[tp] = managedLog{log: l, dir: dir}
 	return l, nil
 }
@@ -313,8 +247,20 @@ func (m *Manager) Partitions() []TopicPartition {
 // "<topic>-<partition>.<random hex>-delete" first, removed after).
 func (m *Manager) Delete(tp TopicPartition) error {
 	m.mu.Lock()
+	for {
+		wait, busy := m.opening[tp]
+		if !busy {
+			break
+		}
+		m.mu.Unlock()
+		<-wait
+		m.mu.Lock()
+	}
 	ml, ok := m.logs[tp]
-	delete(m.logs, tp)
+	if ok {
+		delete(m.logs, tp)
+		m.perDir[ml.dir]--
+	}
 	m.mu.Unlock()
 	if !ok {
 		return nil
@@ -419,25 +365,32 @@ func (m *Manager) Close() error {
 	m.mu.Unlock()
 
 	var errs []error
+	var errMu sync.Mutex
 	failed := make([]bool, len(m.cfg.Dirs))
-	for tp, ml := range logs {
-		if err := ml.log.Flush(); err != nil && !errors.Is(err, ErrClosed) {
-			errs = append(errs, fmt.Errorf("flush %s: %w", tp.dirName(), err))
-			failed[ml.dir] = true
-		}
+	fail := func(dir int, err error) {
+		errMu.Lock()
+		defer errMu.Unlock()
+		errs = append(errs, err)
+		failed[dir] = true
 	}
+	// Each flush and close waits on fsyncs: recoveryThreads at a time per
+	// dir, so the filesystem batches them instead of one log after another.
+	m.eachLog(logs, func(tp TopicPartition, ml managedLog) {
+		if err := ml.log.Flush(); err != nil && !errors.Is(err, ErrClosed) {
+			fail(ml.dir, fmt.Errorf("flush %s: %w", tp.dirName(), err))
+		}
+	})
 	if err := m.Checkpoint(); err != nil {
 		errs = append(errs, err)
 		for i := range failed { // without checkpoints no dir may claim a clean shutdown
 			failed[i] = true
 		}
 	}
-	for tp, ml := range logs {
+	m.eachLog(logs, func(tp TopicPartition, ml managedLog) {
 		if err := ml.log.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close %s: %w", tp.dirName(), err))
-			failed[ml.dir] = true
+			fail(ml.dir, fmt.Errorf("close %s: %w", tp.dirName(), err))
 		}
-	}
+	})
 	for i, dir := range m.cfg.Dirs {
 		if failed[i] {
 			continue

@@ -95,6 +95,7 @@ func (m *Manager) MoveLog(tp TopicPartition, dest int, hw int64) (err error) {
 	}
 	m.moving[tp] = true
 	delete(m.logs, tp)
+	m.perDir[ml.dir]--
 	m.mu.Unlock()
 
 	old := ml.log
@@ -139,6 +140,7 @@ func (m *Manager) finishMove(tp TopicPartition, ml managedLog, l *Log) {
 	if l != nil {
 		l.onStartLowered = m.checkpointAfterTruncation
 		m.logs[tp] = ml
+		m.perDir[ml.dir]++
 	}
 }
 

@@ -2,7 +2,9 @@
 // LeaderEpochFileCache): for each leader epoch, the first offset written in
 // it. Replication uses it to answer OffsetsForLeaderEpoch and to truncate a
 // follower to the point where its log and the leader's agree (KIP-101/279).
-// It is persisted in leader-epoch-checkpoint on every change.
+// It is persisted in leader-epoch-checkpoint on every change, except that
+// Begin (an epoch starting at the log end, with no record yet) stays in
+// memory until the epoch's first record is assigned.
 package leaderepoch
 
 import (
@@ -22,9 +24,9 @@ type Cache struct {
 	path string
 	// entries has strictly increasing epochs and start offsets.
 	entries []checkpoint.EpochEntry
-	// dirty: the last persist failed, so the file lags the entries. The
-	// next Assign retries even if it changes nothing: for a follower the
-	// file is its only epoch history across a restart.
+	// dirty: the file lags the entries (the last persist failed, or Begin
+	// deferred it). The next Assign writes even if it changes nothing: for
+	// a follower the file is its only epoch history across a restart.
 	dirty bool
 }
 
@@ -58,6 +60,26 @@ func (c *Cache) Assign(epoch int32, startOffset int64) error {
 		return nil
 	}
 	return c.persist()
+}
+
+// Begin records that epoch starts at startOffset, the log end, as a
+// leader does when it takes over, without writing the file. No record of
+// the epoch exists yet, so the file loses nothing it must hold: the
+// epoch's first append calls Assign, which writes it (with the fsync)
+// before the record is written. A broker taking the lead of thousands of
+// partitions at start or at a failover then writes none of their files,
+// and those that receive no record never do. The entry serves
+// OffsetsForLeaderEpoch at once, from memory.
+func (c *Cache) Begin(epoch int32, startOffset int64) error {
+	if epoch < 0 || startOffset < 0 {
+		return fmt.Errorf("leader epoch cache %s: begin epoch %d at offset %d: negative", c.Path(), epoch, startOffset)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.assign(checkpoint.EpochEntry{Epoch: epoch, StartOffset: startOffset}) {
+		c.dirty = true
+	}
+	return nil
 }
 
 // assign applies Assign's rules and reports whether anything changed.

@@ -306,3 +306,41 @@ func TestAssignRetriesFailedPersist(t *testing.T) {
 		t.Fatalf("reloaded %d@%d (%v), want 3@10", e, start, ok)
 	}
 }
+
+// TestBeginDefersTheWrite: Begin serves the new epoch from memory without
+// touching the file; the epoch's first Assign (the first append) writes
+// it, and a truncation below it drops it from both.
+func TestBeginDefersTheWrite(t *testing.T) {
+	c, path := newCache(t, checkpoint.EpochEntry{Epoch: 1, StartOffset: 0})
+	before, _ := os.ReadFile(path)
+	if err := c.Begin(4, 30); err != nil {
+		t.Fatal(err)
+	}
+	if e, start, ok := c.Latest(); !ok || e != 4 || start != 30 {
+		t.Fatalf("Latest after Begin = %d@%d (%v), want 4@30", e, start, ok)
+	}
+	if e, o := c.EndOffsetFor(1, 35); e != 1 || o != 30 {
+		t.Fatalf("EndOffsetFor(1) after Begin = (%d, %d), want (1, 30)", e, o)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Fatalf("Begin wrote the file: %q -> %q", before, after)
+	}
+	if c.Begin(-1, 0) == nil || c.Begin(0, -1) == nil {
+		t.Fatal("negative Begin accepted")
+	}
+	// The epoch's first record: same epoch, same start, and it is written.
+	if err := c.Assign(4, 30); err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, c, path, []checkpoint.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 4, StartOffset: 30}})
+
+	// An epoch begun and never appended to goes with a truncation to its
+	// start, and the file follows.
+	if err := c.Begin(5, 40); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.TruncateFromEnd(40); err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, c, path, []checkpoint.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 4, StartOffset: 30}})
+}
