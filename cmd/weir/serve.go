@@ -30,7 +30,7 @@ func serveCommand() *cobra.Command {
 		Short: "Run a broker (and controller)",
 		Long: `Run a weir broker. With no arguments it starts a single-node cluster
 (node.id=1, broker and controller) listening on 127.0.0.1:9092 with its data
-in ./weir-data. Configuration uses Kafka's key names and defaults, from a
+in ./weir-data, and its web console at http://127.0.0.1:9645/. Configuration uses Kafka's key names and defaults, from a
 server.properties file and/or --override key=value (overrides win).
 See config/server.properties for every key.
 
@@ -50,6 +50,11 @@ recovered at the next start.`,
 			path := ""
 			if len(args) == 1 {
 				path = args[0]
+			}
+			// The no-argument single-node default comes with its console.
+			noArgs := len(args) == 0 && len(overrides) == 0
+			if noArgs {
+				overrides = []string{"console.listener=" + defaultConsole}
 			}
 			cfg, warnings, err := config.Load(path, overrides)
 			if err != nil {
@@ -76,6 +81,12 @@ recovered at the next start.`,
 				runtime.MemProfileRate = 4096
 				defer writeAllocProfile(memProfile, logger)
 			}
+			con, err := listenConsole(cmd.Context(), cfg, noArgs, logger)
+			if err != nil {
+				return err
+			}
+			con.hook(&opts)
+			defer con.stop()
 			return broker.Run(cmd.Context(), opts)
 		},
 	}

@@ -31,6 +31,7 @@ type Broker struct {
 	MessageMaxBytes         int64             // message.max.bytes
 	FetchMaxBytes           int64             // fetch.max.bytes
 	FetchSendfileEnable     bool              // weir.fetch.sendfile.enable (weir's)
+	ConsoleListener         string            // console.listener: http://host:port ("" = off; weir's)
 
 	// Limits against hostile or broken clients.
 	QueuedMaxRequestBytes        int64            // queued.max.request.bytes (<= 0 = unbounded)

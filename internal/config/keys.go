@@ -174,6 +174,13 @@ var brokerKeys = []brokerKey{
 		},
 		func(b *Broker) (string, bool) { return formatVoters(b.QuorumVoters), true },
 		"The first Raft voters, id@host:port,...; defaults to this node on its controller listener. A controller not listed joins as an observer (weir cluster quorum add)."),
+	complexKey("console.listener", TypeString, "", true,
+		func(b *Broker, raw string) (err error) {
+			b.ConsoleListener, err = parseConsoleListener("console.listener", raw)
+			return err
+		},
+		func(b *Broker) (string, bool) { return b.ConsoleListener, b.ConsoleListener != "" },
+		"weir only: the web console's address, http://host:port (an empty host binds 127.0.0.1, port 0 any free port). Off unless set; weir serve with no arguments turns it on at http://127.0.0.1:9645."),
 	intKey("socket.request.max.bytes", TypeInt, 104857600, 1, math.MaxInt32, func(b *Broker) *int64 { return &b.SocketRequestMaxBytes },
 		"Largest request accepted; checked on the size prefix before reading."),
 	intKey("connections.max.idle.ms", TypeLong, 600000, anyInt, noMax, func(b *Broker) *int64 { return &b.ConnectionsMaxIdleMs },
