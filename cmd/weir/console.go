@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -85,7 +86,9 @@ func (c *webConsole) start(kafka net.Addr) error {
 		host = "127.0.0.1" // bound to every interface: loopback is one
 	}
 	seed := net.JoinHostPort(host, port)
-	c.client, err = kgo.NewClient(kgo.SeedBrokers(seed), kgo.ClientID("weir-console"))
+	// kgo answers Metadata from a cache younger than MetadataMinAge
+	// (5 s by default): a page shown after a change should show it.
+	c.client, err = kgo.NewClient(kgo.SeedBrokers(seed), kgo.ClientID("weir-console"), kgo.MetadataMinAge(250*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("console client: %w", err)
 	}

@@ -74,6 +74,7 @@ func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, "topics", "Delete topic "+name, err)
 		return
 	}
+	s.cfg.Client.PurgeTopicsFromClient(name) // no cached metadata of it on the next page
 	redirect(w, r, "/topics", "Topic "+name+" deleted.")
 }
 

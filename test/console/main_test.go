@@ -1,0 +1,15 @@
+// Package console drives weir's web console (console.listener) in
+// headless Chromium against a real broker with data: every page renders
+// without console errors, the message browser shows records (headers,
+// JSON, untrusted markup as text), an offset reset from the group page is
+// what a Kafka client then sees, and a POST without its CSRF token is
+// refused.
+package console
+
+import (
+	"testing"
+
+	"github.com/weir-project/weir/test/harness"
+)
+
+func TestMain(m *testing.M) { harness.Main(m) }
