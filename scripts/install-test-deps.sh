@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the interop clients the black-box tests need, and Chromium for
-# the report test, when missing.
+# the report and console tests, when missing.
 # kcat is librdkafka's CLI; python3-kafka (kafka-python) and
 # python3-confluent-kafka are seen only by /usr/bin/python3.
 set -euo pipefail
@@ -13,7 +13,8 @@ command -v kcat >/dev/null 2>&1 || need+=(kcat)
 /usr/bin/python3 -c 'import snappy' >/dev/null 2>&1 || need+=(python3-snappy)
 /usr/bin/python3 -c 'import lz4.frame' >/dev/null 2>&1 || need+=(python3-lz4)
 /usr/bin/python3 -c 'import zstandard' >/dev/null 2>&1 || need+=(python3-zstandard)
-# test/verify opens weir verify's HTML report in headless Chromium.
+# test/verify opens weir verify's HTML report in headless Chromium;
+# test/console drives the web console in it (chromedp).
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ ${#need[@]} -eq 0 ] && exit 0
 

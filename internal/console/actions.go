@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // The actions: each is a POST the CSRF check let through (Handler), and
@@ -145,7 +146,10 @@ func (s *Server) resetOffsets(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if err := s.adm.CommitAllOffsets(ctx, group, offsets); err != nil {
-			s.fail(w, r, http.StatusBadRequest, "groups", "Reset offsets of "+group, err)
+			if errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.IllegalGeneration) || errors.Is(err, kerr.RebalanceInProgress) {
+				err = fmt.Errorf("%w (the group has active members: stop its consumers first)", err)
+			}
+			s.fail(w, r, http.StatusConflict, "groups", "Reset offsets of "+group, err)
 			return
 		}
 		redirect(w, r, "/groups/"+pathEscape(group), "Offsets of "+group+" reset.")
