@@ -25,6 +25,7 @@ const defaultConsole = "http://127.0.0.1:9645"
 // client on the broker's own client listener.
 type webConsole struct {
 	ln     net.Listener
+	host   string // console.listener's host, as configured
 	log    *slog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -47,7 +48,8 @@ func listenConsole(ctx context.Context, cfg *config.Broker, fallback bool, logge
 	if err != nil {
 		return nil, fmt.Errorf("console.listener: %w", err)
 	}
-	c := &webConsole{ln: ln, log: logger.With("component", "console")}
+	host, _, _ := net.SplitHostPort(addr)
+	c := &webConsole{ln: ln, host: host, log: logger.With("component", "console")}
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	// Tests and scripts read the console's address from this line.
 	logger.Info("console listening", "url", "http://"+ln.Addr().String()+"/")
@@ -92,7 +94,7 @@ func (c *webConsole) start(kafka net.Addr) error {
 	if err != nil {
 		return fmt.Errorf("console client: %w", err)
 	}
-	srv, err := console.New(console.Config{Client: c.client, Seeds: []string{seed}, Logger: c.log})
+	srv, err := console.New(console.Config{Client: c.client, Seeds: []string{seed}, Logger: c.log, ListenHost: c.host})
 	if err != nil {
 		c.client.Close()
 		c.client = nil

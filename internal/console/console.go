@@ -40,6 +40,12 @@ type Config struct {
 	Logger *slog.Logger
 	// RequestTimeout bounds each page's Kafka requests (default 10 s).
 	RequestTimeout time.Duration
+	// ListenHost is console.listener's host. Unless it is a wildcard
+	// (0.0.0.0, ::), a request must name an IP address, localhost or
+	// ListenHost itself in its Host header: a page of another site whose
+	// name was made to resolve to 127.0.0.1 (DNS rebinding) would
+	// otherwise be same-origin with the console and pass its CSRF check.
+	ListenHost string
 }
 
 // Server serves the console's pages.
@@ -122,12 +128,30 @@ func (s *Server) Handler() http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "same-origin")
+		if !s.hostAllowed(r.Host) {
+			http.Error(w, "421 misdirected request: the console answers only to its own address", http.StatusMisdirectedRequest)
+			return
+		}
 		if r.Method == http.MethodPost && !s.csrf.check(r) {
 			http.Error(w, "403 forbidden: missing or wrong CSRF token (reload the page and try again)", http.StatusForbidden)
 			return
 		}
 		s.mux.ServeHTTP(w, r)
 	})
+}
+
+// hostAllowed checks a request's Host header (see Config.ListenHost).
+func (s *Server) hostAllowed(hostport string) bool {
+	bind := s.cfg.ListenHost
+	if ip := net.ParseIP(bind); bind == "" || (ip != nil && ip.IsUnspecified()) {
+		return true
+	}
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return net.ParseIP(host) != nil || strings.EqualFold(host, "localhost") || strings.EqualFold(host, bind)
 }
 
 // Serve serves the console on ln until ctx is cancelled, then shuts the

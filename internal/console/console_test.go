@@ -99,3 +99,28 @@ func TestCSRF(t *testing.T) {
 		t.Error("a POST without its cookie's token passed")
 	}
 }
+
+// A request naming another host (DNS rebinding onto loopback) is refused
+// unless the console listens on every interface.
+func TestHostAllowed(t *testing.T) {
+	for _, c := range []struct {
+		bind, host string
+		ok         bool
+	}{
+		{"127.0.0.1", "127.0.0.1:9645", true},
+		{"127.0.0.1", "localhost:9645", true},
+		{"127.0.0.1", "[::1]:9645", true},
+		{"127.0.0.1", "evil.example:9645", false},
+		{"127.0.0.1", "evil.example", false},
+		{"console.internal", "console.internal:80", true},
+		{"console.internal", "evil.example", false},
+		{"0.0.0.0", "anything.example", true},
+		{"::", "anything.example", true},
+		{"", "anything.example", true},
+	} {
+		s := &Server{cfg: Config{ListenHost: c.bind}}
+		if got := s.hostAllowed(c.host); got != c.ok {
+			t.Errorf("listening on %q, Host %q allowed=%v, want %v", c.bind, c.host, got, c.ok)
+		}
+	}
+}
