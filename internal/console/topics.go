@@ -183,7 +183,9 @@ func (s *Server) topic(w http.ResponseWriter, r *http.Request) {
 			d.Records += p.End - p.Start
 		}
 	}
-	if dirs, err := s.adm.DescribeAllLogDirs(ctx, kadm.TopicsSet{name: nil}); err == nil {
+	var set kadm.TopicsSet
+	set.Add(name, td.Partitions.Numbers()...)
+	if dirs, err := s.adm.DescribeAllLogDirs(ctx, set); err == nil {
 		d.Size = 0
 		dirs.Each(func(ld kadm.DescribedLogDir) {
 			for p, dp := range ld.Topics[name] {

@@ -157,16 +157,24 @@ func (br *browser) open(url string) {
 	}
 }
 
-// do runs actions that may load a new page (a form submitted), waiting
+// submit runs actions that load a new page (a form submitted), waits
 // for it, and checks its status and console as open does.
 func (br *browser) submit(what string, actions ...chromedp.Action[chromedp.Void]) {
+	br.t.Helper()
+	br.submitStatus(what, 200, actions...)
+}
+
+func (br *browser) submitStatus(what string, status int64, actions ...chromedp.Action[chromedp.Void]) {
 	br.t.Helper()
 	resp, err := chromedp.RunResponse(br.ctx, actions...)
 	if err != nil {
 		br.t.Fatalf("%s: %v", what, err)
 	}
-	if resp.Status != 200 {
-		br.t.Fatalf("%s: HTTP %d", what, resp.Status)
+	if resp.Status != status {
+		br.t.Fatalf("%s: HTTP %d, want %d", what, resp.Status, status)
+	}
+	if status != 200 {
+		return // Chromium logs the failed load itself
 	}
 	if errs := br.settle(); len(errs) > 0 {
 		br.t.Fatalf("console errors after %s:\n%s", what, strings.Join(errs, "\n"))

@@ -50,6 +50,9 @@ func TestConsolePages(t *testing.T) {
 	if got := br.text("#partitions tbody tr:first-child"); !regexp.MustCompile(`^0\s*1\s*\d+\s*1\s*1\s*0\s*3`).MatchString(got) {
 		t.Errorf("partition 0 row %q: want leader 1, replicas 1, ISR 1, log 0 to 3", got)
 	}
+	if got := br.text("#partitions tbody tr:first-child td:last-child"); !regexp.MustCompile(`^[0-9.]+ [KMG]?i?B$`).MatchString(got) || got == "0 B" {
+		t.Errorf("partition 0's size on its leader: %q", got)
+	}
 	if got := br.text("#configs"); !strings.Contains(got, "retention.ms") || !strings.Contains(got, "86400000") {
 		t.Errorf("configs table lacks retention.ms=86400000")
 	}
@@ -131,24 +134,42 @@ func TestConsoleMessageBrowser(t *testing.T) {
 	}
 }
 
-// An offset reset from the group page, confirmed, is what the group's
-// next consumer starts from.
-func TestConsoleResetOffsets(t *testing.T) {
-	b, base := startConsole(t)
-	s := seed(t, b)
-	consumeAll(t, b, "billing", s.produced, false)
-	if got := committed(t, s.adm, "billing", 0); got != 3 {
-		t.Fatalf("billing committed %d on orders/0 before the reset, want 3", got)
-	}
-	br := newBrowser(t)
-	br.open(base + "/groups/billing")
-	br.submit("reset form",
+// resetForm fills the group page's reset form: orders/0 to offset 1.
+func resetForm() []chromedp.Action[chromedp.Void] {
+	return []chromedp.Action[chromedp.Void]{
 		chromedp.SetValue(chromedp.CSS(`#reset-form select[name=topic]`), "orders"),
 		chromedp.SetValue(chromedp.CSS(`#reset-form input[name=partition]`), "0"),
 		chromedp.SetValue(chromedp.CSS(`#reset-form select[name=to]`), "offset"),
 		chromedp.SetValue(chromedp.CSS(`#reset-form input[name=offset]`), "1"),
 		chromedp.Click(chromedp.CSS(`#reset-form button`)),
-	)
+	}
+}
+
+// An offset reset from the group page, confirmed, is what the group's
+// next consumer starts from; a group with a live member refuses it, as
+// Kafka's does.
+func TestConsoleResetOffsets(t *testing.T) {
+	b, base := startConsole(t)
+	s := seed(t, b)
+	consumeAll(t, b, "billing", s.produced, false)
+	consumeAll(t, b, "live", s.produced, true)
+	if got := committed(t, s.adm, "billing", 0); got != 3 {
+		t.Fatalf("billing committed %d on orders/0 before the reset, want 3", got)
+	}
+	br := newBrowser(t)
+
+	br.open(base + "/groups/live")
+	br.submit("reset form of live", resetForm()...)
+	br.submitStatus("confirm reset of live", http.StatusConflict, chromedp.Click(chromedp.CSS("#confirm-reset")))
+	if got := br.text("#error"); !strings.Contains(got, "active members") {
+		t.Errorf("the refused reset says %q", got)
+	}
+	if got := committed(t, s.adm, "live", 0); got != 3 {
+		t.Fatalf("a refused reset moved live's commit to %d", got)
+	}
+
+	br.open(base + "/groups/billing")
+	br.submit("reset form", resetForm()...)
 	if got := br.text("#reset-plan tbody"); !regexp.MustCompile(`^orders/0\s*3\s*1\s*$`).MatchString(got) {
 		t.Fatalf("reset plan %q: want orders/0 from 3 to 1", got)
 	}
@@ -252,6 +273,19 @@ func TestConsoleCSRFAndTopicActions(t *testing.T) {
 	}
 	if code := post(withCookie, "/topics", url.Values{"name": {"forged"}, "partitions": {"1"}, "csrf": {string(m[1])}}); code != http.StatusForbidden {
 		t.Errorf("create with another browser's token: HTTP %d, want 403", code)
+	}
+	// A page of another site whose name resolves to loopback (DNS
+	// rebinding) would be same-origin with the console: its Host header
+	// gives it away.
+	req, _ := http.NewRequest("GET", base+"/topics", nil)
+	req.Host = "rebound.example:80"
+	if resp, err := plain.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMisdirectedRequest {
+			t.Errorf("Host rebound.example: HTTP %d, want 421", resp.StatusCode)
+		}
 	}
 	if ts := topics(); ts["forged"] || !ts["orders"] {
 		t.Fatalf("refused requests changed the topics: %v", ts)
