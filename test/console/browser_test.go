@@ -173,10 +173,15 @@ func (br *browser) submitStatus(what string, status int64, actions ...chromedp.A
 	if resp.Status != status {
 		br.t.Fatalf("%s: HTTP %d, want %d", what, resp.Status, status)
 	}
-	if status != 200 {
-		return // Chromium logs the failed load itself
+	var errs []string
+	for _, e := range br.settle() {
+		// Chromium logs the expected failed load itself.
+		if status != 200 && strings.Contains(e, fmt.Sprintf("status of %d", status)) {
+			continue
+		}
+		errs = append(errs, e)
 	}
-	if errs := br.settle(); len(errs) > 0 {
+	if len(errs) > 0 {
 		br.t.Fatalf("console errors after %s:\n%s", what, strings.Join(errs, "\n"))
 	}
 }
