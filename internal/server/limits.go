@@ -162,6 +162,17 @@ func (q *connQuotas) release(c *conn, ip string) {
 	q.wakeLocked()
 }
 
+// openByListener counts the admitted connections by listener.
+func (q *connQuotas) openByListener() map[string]int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := map[string]int{}
+	for c := range q.conns {
+		out[c.listener]++
+	}
+	return out
+}
+
 func (q *connQuotas) wakeLocked() {
 	close(q.freed)
 	q.freed = make(chan struct{})
