@@ -80,6 +80,9 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 		}
 	}
 	b.addLeaderEndpoints(resp, f.leaderHints)
+	if f.replicaID < 0 {
+		b.countFetched(&f)
+	}
 	if len(f.out.regions) == 0 {
 		return resp, nil
 	}

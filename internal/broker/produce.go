@@ -195,6 +195,7 @@ func (b *Broker) produceOne(topic string, rp kmsg.ProduceRequestTopicPartition, 
 		}
 		return ackWait{}, false
 	}
+	b.events().Produced(topic, int64(len(rp.Records)), info.NumRecords)
 	sp.BaseOffset = info.FirstOffset
 	sp.LogAppendTime = info.LogAppendTime
 	sp.LogStartOffset = info.LogStartOffset
