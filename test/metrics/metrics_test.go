@@ -24,12 +24,14 @@ const batchHeaderBytes = 61
 // clientTally counts what a franz-go client sent, from its hooks.
 type clientTally struct {
 	mu         sync.Mutex
-	requests   map[int16]int // written without error, by API key
+	requests   map[int16]int // answers read without error, by API key
 	batchBytes int64         // whole record batches produced
 	records    int64
 }
 
-func (c *clientTally) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+// OnBrokerRead counts responses read: franz-go calls it before it
+// completes the request, so a ProduceSync that returned is counted.
+func (c *clientTally) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
 	if err != nil {
 		return
 	}
@@ -92,6 +94,11 @@ func TestMetricsCountAKnownWorkload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The batch hook runs after the records' promises: wait for it.
+	harness.WaitFor(t, 30*time.Second, "franz-go's batch hooks", func() bool {
+		_, _, r := tally.get()
+		return r >= n
+	})
 	reqAfter, batchBytes, records := tally.get()
 	produces := reqAfter[0] - reqBefore[0]
 	onDisk := logBytes(t, b.Dir, topic, 0)
@@ -170,9 +177,11 @@ func TestMetricsCountAKnownWorkload(t *testing.T) {
 	if int64(sent) != onDisk {
 		t.Fatalf("fetched %d bytes of a %d-byte log", sent, onDisk)
 	}
+	// Bytes are counted before the answer is written, the request after.
 	harness.WaitFor(t, 30*time.Second, "the fetch counted", func() bool {
 		s = scrapeMetrics(t, b.MetricsURL)
-		return s.value("kafka_server_brokertopicmetrics_bytesout_total", topicLabel) >= float64(sent)
+		return s.value("kafka_server_brokertopicmetrics_bytesout_total", topicLabel) >= float64(sent) &&
+			s.value("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Fetch", "version": "11"}) >= 1
 	})
 	if got := s.value("kafka_server_brokertopicmetrics_bytesout_total", topicLabel); got != float64(sent) {
 		t.Errorf("bytes out %v, the fetch carried %d", got, sent)
