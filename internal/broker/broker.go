@@ -131,6 +131,10 @@ type Broker struct {
 	obs   eventObserver
 	live  atomic.Bool
 	ready atomic.Bool
+	// waitingProduces and waitingFetches are the requests waiting for
+	// acks or data now (Kafka's purgatory sizes).
+	waitingProduces atomic.Int64
+	waitingFetches  atomic.Int64
 
 	// moves are replica moves between log dirs in flight (logdirs_move.go).
 	moves sync.WaitGroup

@@ -105,19 +105,33 @@ func (b *Broker) metricsState() metrics.State {
 		st.Partitions = append(st.Partitions, metrics.Partition{
 			Topic: tp.Topic, Partition: tp.Partition, Leader: p.IsLeader(),
 			Replicas: len(ps.Replicas), ISR: len(ps.ISR), MinISR: ps.MinISR,
-			Size: log.Size(), Segments: log.NumSegments(),
+			Size: log.Size(), Segments: log.NumSegments(), Producers: p.Producers().Len(),
 		})
 	}
 	if !b.opts.BrokerOnly && b.meta.IsLeader() {
 		st.ActiveController = true
-		st.OfflinePartitions = len(b.meta.Image().OfflinePartitions())
+		img := b.meta.Image()
+		st.OfflinePartitions = len(img.OfflinePartitions())
+		for _, br := range img.Brokers() {
+			if br.Fenced {
+				st.FencedBrokers++
+			} else {
+				st.ActiveBrokers++
+			}
+		}
 	}
 	st.Connections = b.clientSrv.OpenConnections()
+	st.ConnectionsCreated = b.clientSrv.ConnectionsCreated()
+	st.MemoryPoolUsed, st.MemoryPoolBudget = b.clientSrv.MemoryPool()
 	if b.ctrlSrv != nil {
 		for l, n := range b.ctrlSrv.OpenConnections() {
 			st.Connections[l] += n
 		}
+		for l, n := range b.ctrlSrv.ConnectionsCreated() {
+			st.ConnectionsCreated[l] += n
+		}
 	}
+	st.WaitingProduces, st.WaitingFetches = b.waitingProduces.Load(), b.waitingFetches.Load()
 	gs := b.groups.Stats()
 	st.GroupStates = gs.States
 	for _, o := range gs.Offsets {

@@ -105,7 +105,9 @@ func (b *Broker) handleProduce(ctx context.Context, rc *server.RequestContext, r
 		if rc != nil && rc.ReleaseRequest != nil {
 			rc.ReleaseRequest()
 		}
+		b.waitingProduces.Add(1)
 		b.awaitAcks(ctx, waits, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		b.waitingProduces.Add(-1)
 	}
 	if req.Acks == 0 {
 		// The client expects no answer, so, like Kafka, close the

@@ -18,12 +18,15 @@ import (
 func TestStateGaugesAreComputedAtScrape(t *testing.T) {
 	st := State{
 		Partitions: []Partition{
-			{Topic: "a", Partition: 0, Leader: true, Replicas: 3, ISR: 1, MinISR: 2, Size: 100, Segments: 1},
+			{Topic: "a", Partition: 0, Leader: true, Replicas: 3, ISR: 1, MinISR: 2, Size: 100, Segments: 1, Producers: 2},
 			{Topic: "a", Partition: 1, Leader: true, Replicas: 3, ISR: 3, MinISR: 2, Size: 50, Segments: 2},
 			{Topic: "b", Partition: 0, Leader: false, Replicas: 3, ISR: 1, MinISR: 2},
 		},
-		ActiveController: true, OfflinePartitions: 4,
-		Connections: map[string]int{"PLAINTEXT": 2},
+		ActiveController: true, OfflinePartitions: 4, ActiveBrokers: 2, FencedBrokers: 1,
+		Connections:        map[string]int{"PLAINTEXT": 2},
+		ConnectionsCreated: map[string]int64{"PLAINTEXT": 9},
+		MemoryPoolUsed:     10, MemoryPoolBudget: 100,
+		WaitingProduces: 3, WaitingFetches: 5,
 		Lags:        []Lag{{Group: "g", Topic: "a", Partition: 0, Lag: 7}},
 		GroupStates: map[string]int{"Stable": 1},
 	}
@@ -61,6 +64,14 @@ kafka_server_replicamanager_partitioncount 3
 	check("kafka_coordinator_group_groupmetadatamanager_numgroups", map[string]string{"state": "Stable"}, 1)
 	check("kafka_log_log_size", map[string]string{"topic": "a", "partition": "1"}, 50)
 	check("kafka_log_log_numlogsegments", map[string]string{"topic": "a", "partition": "1"}, 2)
+	check("kafka_server_replicamanager_produceridcount", nil, 2)
+	check("kafka_controller_kafkacontroller_activebrokercount", nil, 2)
+	check("kafka_controller_kafkacontroller_fencedbrokercount", nil, 1)
+	check("kafka_server_socket_server_metrics_connection_creation_total", map[string]string{"listener": "PLAINTEXT"}, 9)
+	check("kafka_network_socketserver_memorypoolused", nil, 10)
+	check("kafka_network_socketserver_memorypoolavailable", nil, 90)
+	check("kafka_server_delayedoperationpurgatory_purgatorysize", map[string]string{"delayedOperation": "Produce"}, 3)
+	check("kafka_server_delayedoperationpurgatory_purgatorysize", map[string]string{"delayedOperation": "Fetch"}, 5)
 
 	// The state changes, and so does the next scrape: nothing is kept.
 	st.Partitions = st.Partitions[:1]
@@ -68,6 +79,7 @@ kafka_server_replicamanager_partitioncount 3
 	fams = gather(t, m)
 	check("kafka_server_replicamanager_partitioncount", nil, 1)
 	check("kafka_controller_kafkacontroller_offlinepartitionscount", nil, 0)
+	check("kafka_controller_kafkacontroller_fencedbrokercount", nil, 0)
 	if _, ok := value(fams, "kafka_log_log_size", map[string]string{"topic": "a", "partition": "1"}); ok {
 		t.Error("a partition no longer hosted still has a series")
 	}

@@ -262,6 +262,22 @@ func (s *Server) OpenConnections() map[string]int {
 	return s.quotas.openByListener()
 }
 
+// ConnectionsCreated counts the connections admitted since start, by
+// listener name.
+func (s *Server) ConnectionsCreated() map[string]int64 {
+	return s.quotas.createdByListener()
+}
+
+// MemoryPool is the request memory in flight (queued.max.request.bytes'
+// pool) and its budget (-1: unbounded).
+func (s *Server) MemoryPool() (used, budget int64) {
+	budget = s.cfg.QueuedMaxRequestBytes
+	if budget <= 0 {
+		budget = -1
+	}
+	return s.pool.inUse(), budget
+}
+
 // Serve accepts and serves connections until ctx is done or Close is
 // called; then it closes the listeners and every connection, waits for
 // running handlers to return, and returns nil. It returns an error if an

@@ -153,6 +153,21 @@ func TestMetricsCountAKnownWorkload(t *testing.T) {
 	if got := s.value("kafka_server_socket_server_metrics_connection_count", map[string]string{"listener": "PLAINTEXT"}); got < 1 {
 		t.Errorf("open PLAINTEXT connections %v with a client connected", got)
 	}
+	if got := s.value("kafka_server_socket_server_metrics_connection_creation_total", map[string]string{"listener": "PLAINTEXT"}); got < 1 {
+		t.Errorf("connections created %v", got)
+	}
+	if got := s.value("kafka_server_replicamanager_produceridcount", nil); got != 1 {
+		t.Errorf("producer ids %v after one idempotent producer", got)
+	}
+	if got := s.value("kafka_controller_kafkacontroller_activebrokercount", nil); got != 1 {
+		t.Errorf("active brokers %v on a single node", got)
+	}
+	if got := s.value("kafka_controller_kafkacontroller_fencedbrokercount", nil); got != 0 {
+		t.Errorf("fenced brokers %v on a single node", got)
+	}
+	if s["kafka_network_socketserver_memorypoolavailable"] == nil || s["kafka_network_socketserver_memorypoolused"] == nil {
+		t.Error("request memory pool series missing")
+	}
 	if s["go_goroutines"] == nil || s["process_resident_memory_bytes"] == nil {
 		t.Error("Go runtime or process collector missing")
 	}
@@ -208,6 +223,31 @@ func TestMetricsCountAKnownWorkload(t *testing.T) {
 	if got := s.value("kafka_coordinator_group_groupmetadatamanager_numgroups", map[string]string{"state": "Empty"}); got != 1 {
 		t.Errorf("groups in state Empty %v, want 1", got)
 	}
+
+	// Purgatory: a fetch long-polling at the log end is counted while it
+	// waits, and no longer once a record wakes it.
+	purgatory := map[string]string{"delayedOperation": "Fetch"}
+	poll := b.Dial()
+	fp.FetchOffset, fetch.MaxWaitMillis = n, 60_000
+	ft.Partitions = []kmsg.FetchRequestTopicPartition{fp}
+	fetch.Topics = []kmsg.FetchRequestTopic{ft}
+	polled := make(chan error, 1)
+	go func() {
+		_, _, err := poll.TryRequest(fetch)
+		polled <- err
+	}()
+	harness.WaitFor(t, 30*time.Second, "the long poll in the fetch purgatory", func() bool {
+		return scrapeMetrics(t, b.MetricsURL).value("kafka_server_delayedoperationpurgatory_purgatorysize", purgatory) == 1
+	})
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("wake")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-polled; err != nil {
+		t.Fatalf("long poll: %v", err)
+	}
+	harness.WaitFor(t, 30*time.Second, "the fetch purgatory empty", func() bool {
+		return scrapeMetrics(t, b.MetricsURL).value("kafka_server_delayedoperationpurgatory_purgatorysize", purgatory) == 0
+	})
 }
 
 // TestMetricsCountKcatProduce checks a second client's produce: kcat
