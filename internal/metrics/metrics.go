@@ -39,6 +39,8 @@ type Metrics struct {
 	messagesIn *prometheus.CounterVec
 	requests   *prometheus.CounterVec
 	totalTime  *prometheus.HistogramVec
+	queueTime  *prometheus.HistogramVec
+	sendTime   *prometheus.HistogramVec
 	reqBytes   *prometheus.HistogramVec
 	isrShrinks prometheus.Counter
 	isrExpands prometheus.Counter
@@ -73,6 +75,16 @@ func New(opts Options) *Metrics {
 		Help:    "Time from a request read whole to its response written, per API (kafka.network:type=RequestMetrics,name=TotalTimeMs).",
 		Buckets: requestTimeBuckets,
 	}, []string{"request"})
+	m.queueTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_network_requestmetrics_requestqueuetime_seconds",
+		Help:    "Time a request read whole waited behind the ones before it on its connection, per API (kafka.network:type=RequestMetrics,name=RequestQueueTimeMs).",
+		Buckets: requestTimeBuckets,
+	}, []string{"request"})
+	m.sendTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_network_requestmetrics_responsesendtime_seconds",
+		Help:    "Time to write a response, per API (kafka.network:type=RequestMetrics,name=ResponseSendTimeMs).",
+		Buckets: requestTimeBuckets,
+	}, []string{"request"})
 	m.reqBytes = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "kafka_network_requestmetrics_requestbytes",
 		Help:    "Request frame sizes in bytes, per API (kafka.network:type=RequestMetrics,name=RequestBytes).",
@@ -89,7 +101,7 @@ func New(opts Options) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.bytesIn, m.bytesOut, m.messagesIn, m.requests, m.totalTime, m.reqBytes, m.isrShrinks, m.isrExpands,
+		m.bytesIn, m.bytesOut, m.messagesIn, m.requests, m.totalTime, m.queueTime, m.sendTime, m.reqBytes, m.isrShrinks, m.isrExpands,
 	)
 	if opts.State != nil {
 		m.reg.MustRegister(newStateCollector(opts.State, opts.PartitionLevel))
@@ -101,10 +113,12 @@ func New(opts Options) *Metrics {
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // RequestDone counts one answered request (server.RequestObserver).
-func (m *Metrics) RequestDone(apiKey, apiVersion int16, requestBytes int, total time.Duration) {
+func (m *Metrics) RequestDone(apiKey, apiVersion int16, requestBytes int, queue, send, total time.Duration) {
 	name := requestName(apiKey)
 	m.requests.WithLabelValues(name, strconv.Itoa(int(apiVersion))).Inc()
 	m.totalTime.WithLabelValues(name).Observe(total.Seconds())
+	m.queueTime.WithLabelValues(name).Observe(queue.Seconds())
+	m.sendTime.WithLabelValues(name).Observe(send.Seconds())
 	m.reqBytes.WithLabelValues(name).Observe(float64(requestBytes))
 }
 

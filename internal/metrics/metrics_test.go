@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -96,9 +97,9 @@ func TestPartitionLevelOff(t *testing.T) {
 
 func TestEventCounters(t *testing.T) {
 	m := New(Options{})
-	m.RequestDone(0, 9, 100, time.Millisecond)
-	m.RequestDone(0, 9, 100, time.Millisecond)
-	m.RequestDone(1, 12, 50, time.Millisecond)
+	m.RequestDone(0, 9, 100, 0, time.Microsecond, time.Millisecond)
+	m.RequestDone(0, 9, 100, 0, time.Microsecond, time.Millisecond)
+	m.RequestDone(1, 12, 50, 0, time.Microsecond, time.Millisecond)
 	m.Produced("t", 120, 3)
 	m.Fetched("t", 80)
 	m.ISRChanged(3, 2)
@@ -122,8 +123,10 @@ func TestEventCounters(t *testing.T) {
 	if testutil.ToFloat64(m.isrShrinks) != 1 || testutil.ToFloat64(m.isrExpands) != 2 {
 		t.Errorf("isr shrinks %v expands %v", testutil.ToFloat64(m.isrShrinks), testutil.ToFloat64(m.isrExpands))
 	}
-	if n := testutil.CollectAndCount(m.totalTime); n != 2 {
-		t.Errorf("total time histograms %d, want one per API", n)
+	for _, h := range []*prometheus.HistogramVec{m.totalTime, m.queueTime, m.sendTime, m.reqBytes} {
+		if n := testutil.CollectAndCount(h); n != 2 {
+			t.Errorf("%d histograms, want one per API", n)
+		}
 	}
 }
 

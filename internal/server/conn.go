@@ -287,7 +287,9 @@ func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) b
 		c.shutdown("protocol error", p.err)
 		return false
 	}
+	started := time.Now()
 	resp, reason, err := c.respond(ctx, p)
+	handled := time.Now()
 	// File regions are pinned until written, or dropped unwritten.
 	defer releaseRegions(resp)
 	switch {
@@ -311,7 +313,8 @@ func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) b
 	c.served.Add(1)
 	now := time.Now()
 	if c.s.cfg.Observer != nil {
-		c.s.cfg.Observer.RequestDone(p.hdr.APIKey, p.hdr.APIVersion, p.size, now.Sub(p.received))
+		c.s.cfg.Observer.RequestDone(p.hdr.APIKey, p.hdr.APIVersion, p.size,
+			started.Sub(p.received), now.Sub(handled), now.Sub(p.received))
 	}
 	c.lastActive.Store(now.UnixNano())
 	c.inflight.Add(-1)

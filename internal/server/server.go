@@ -56,8 +56,11 @@ type Handler interface {
 type RequestObserver interface {
 	// RequestDone is called once a request has been answered (its
 	// response written, or none sent for acks=0), with the frame's size
-	// and the time from its last byte read to its response written.
-	RequestDone(apiKey, apiVersion int16, requestBytes int, total time.Duration)
+	// and its times: queue from its last byte read to its handling
+	// (requests read ahead wait behind the one handled), send for
+	// writing its response, total from its last byte read to its
+	// response written.
+	RequestDone(apiKey, apiVersion int16, requestBytes int, queue, send, total time.Duration)
 }
 
 // RequestContext describes where a request came from.

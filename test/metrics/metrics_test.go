@@ -119,9 +119,11 @@ func TestMetricsCountAKnownWorkload(t *testing.T) {
 		before.sum("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Produce"}); got != float64(produces) {
 		t.Errorf("Produce requests counted %v, franz-go sent %d", got, produces)
 	}
-	if got := s.sum("kafka_network_requestmetrics_totaltime_seconds", map[string]string{"request": "Produce"}) -
-		before.sum("kafka_network_requestmetrics_totaltime_seconds", map[string]string{"request": "Produce"}); got != float64(produces) {
-		t.Errorf("Produce total-time observations %v, want %d", got, produces)
+	for _, h := range []string{"kafka_network_requestmetrics_totaltime_seconds", "kafka_network_requestmetrics_requestqueuetime_seconds",
+		"kafka_network_requestmetrics_responsesendtime_seconds", "kafka_network_requestmetrics_requestbytes"} {
+		if got := s.sum(h, map[string]string{"request": "Produce"}) - before.sum(h, map[string]string{"request": "Produce"}); got != float64(produces) {
+			t.Errorf("%s: %v Produce observations, want %d", h, got, produces)
+		}
 	}
 	if got := s.value("kafka_server_brokertopicmetrics_bytesin_total", topicLabel); got != float64(batchBytes) {
 		t.Errorf("bytes in %v, produced %d bytes of record batches", got, batchBytes)
