@@ -30,7 +30,7 @@ func serveCommand() *cobra.Command {
 		Short: "Run a broker (and controller)",
 		Long: `Run a weir broker. With no arguments it starts a single-node cluster
 (node.id=1, broker and controller) listening on 127.0.0.1:9092 with its data
-in ./weir-data. Configuration uses Kafka's key names and defaults, from a
+in ./weir-data, and its metrics at http://127.0.0.1:9644/metrics. Configuration uses Kafka's key names and defaults, from a
 server.properties file and/or --override key=value (overrides win).
 See config/server.properties for every key.
 
@@ -57,6 +57,12 @@ recovered at the next start.`,
 			}
 			for _, w := range warnings {
 				logger.Warn(w)
+			}
+			if len(args) == 0 && len(overrides) == 0 {
+				// The no-argument single-node broker is for trying weir
+				// out: its metrics are on, at a local port.
+				cfg.MetricsListener = defaultMetricsListener
+				logger.Info("metrics on by default for weir serve with no arguments", "metrics.listener", cfg.MetricsListener)
 			}
 			opts, err := brokerOptions(cfg)
 			if err != nil {
@@ -176,6 +182,11 @@ func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 		DefaultPartitions:  cfg.NumPartitions,
 		DefaultReplication: cfg.DefaultReplicationFactor,
 		Config:             cfg,
+		Metrics: broker.MetricsOptions{
+			Addr:           cfg.MetricsAddr(),
+			Pprof:          cfg.MetricsPprofEnable,
+			PartitionLevel: cfg.MetricsPartitionLevelEnable,
+		},
 		Storage: storage.ManagerConfig{
 			Dirs:                     cfg.LogDirs,
 			Defaults:                 broker.LogConfig(cfg.ResolveTopic(nil)),
@@ -213,6 +224,10 @@ func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 	}
 	return opts, nil
 }
+
+// defaultMetricsListener is where weir serve with no arguments serves
+// its metrics (the port Redpanda's admin API uses for the same).
+const defaultMetricsListener = "http://127.0.0.1:9644"
 
 // ms converts a millisecond setting.
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }

@@ -32,6 +32,11 @@ type Broker struct {
 	FetchMaxBytes           int64             // fetch.max.bytes
 	FetchSendfileEnable     bool              // weir.fetch.sendfile.enable (weir's)
 
+	// Observability (weir's keys).
+	MetricsListener             string // metrics.listener: http://host:port, "" = off
+	MetricsPprofEnable          bool   // metrics.pprof.enable
+	MetricsPartitionLevelEnable bool   // metrics.partition.level.enable
+
 	// Limits against hostile or broken clients.
 	QueuedMaxRequestBytes        int64            // queued.max.request.bytes (<= 0 = unbounded)
 	MaxConnections               int32            // max.connections
