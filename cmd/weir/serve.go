@@ -30,7 +30,8 @@ func serveCommand() *cobra.Command {
 		Short: "Run a broker (and controller)",
 		Long: `Run a weir broker. With no arguments it starts a single-node cluster
 (node.id=1, broker and controller) listening on 127.0.0.1:9092 with its data
-in ./weir-data, and its web console at http://127.0.0.1:9645/. Configuration uses Kafka's key names and defaults, from a
+in ./weir-data, its metrics at http://127.0.0.1:9644/metrics and its web
+console at http://127.0.0.1:9645/. Configuration uses Kafka's key names and defaults, from a
 server.properties file and/or --override key=value (overrides win).
 See config/server.properties for every key.
 
@@ -51,17 +52,20 @@ recovered at the next start.`,
 			if len(args) == 1 {
 				path = args[0]
 			}
-			// The no-argument single-node default comes with its console.
 			noArgs := len(args) == 0 && len(overrides) == 0
-			if noArgs {
-				overrides = []string{"console.listener=" + defaultConsole}
-			}
 			cfg, warnings, err := config.Load(path, overrides)
 			if err != nil {
 				return err
 			}
 			for _, w := range warnings {
 				logger.Warn(w)
+			}
+			if noArgs {
+				// The no-argument single-node broker is for trying weir
+				// out: its metrics and console are on, at local ports.
+				cfg.MetricsListener = defaultMetricsListener
+				logger.Info("metrics on by default for weir serve with no arguments", "metrics.listener", cfg.MetricsListener)
+				cfg.ConsoleListener = defaultConsole
 			}
 			opts, err := brokerOptions(cfg)
 			if err != nil {
@@ -187,6 +191,11 @@ func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 		DefaultPartitions:  cfg.NumPartitions,
 		DefaultReplication: cfg.DefaultReplicationFactor,
 		Config:             cfg,
+		Metrics: broker.MetricsOptions{
+			Addr:           cfg.MetricsAddr(),
+			Pprof:          cfg.MetricsPprofEnable,
+			PartitionLevel: cfg.MetricsPartitionLevelEnable,
+		},
 		Storage: storage.ManagerConfig{
 			Dirs:                     cfg.LogDirs,
 			Defaults:                 broker.LogConfig(cfg.ResolveTopic(nil)),
@@ -224,6 +233,10 @@ func brokerOptions(cfg *config.Broker) (broker.Options, error) {
 	}
 	return opts, nil
 }
+
+// defaultMetricsListener is where weir serve with no arguments serves
+// its metrics (the port Redpanda's admin API uses for the same).
+const defaultMetricsListener = "http://127.0.0.1:9644"
 
 // ms converts a millisecond setting.
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -88,6 +89,9 @@ type Options struct {
 	// DescribeConfigs listing come from it.
 	Config *config.Broker
 	Logger *slog.Logger
+	// Metrics configures the metrics listener (metrics.go); its zero
+	// value is off.
+	Metrics MetricsOptions
 	// Ready, if set, is called once the broker serves, with the bound
 	// address of each listener by name.
 	Ready func(addrs map[string]net.Addr)
@@ -120,6 +124,17 @@ type Broker struct {
 	groups *group.Coordinator
 	// dynamic is the effective configuration (dynconfig.go).
 	dynamic dynamicConfig
+
+	// obs counts produce, fetch and ISR events for the metrics (a no-op
+	// when they are off); live and ready are what /readyz and the state
+	// gauges read (metrics.go).
+	obs   eventObserver
+	live  atomic.Bool
+	ready atomic.Bool
+	// waitingProduces and waitingFetches are the requests waiting for
+	// acks or data now (Kafka's purgatory sizes).
+	waitingProduces atomic.Int64
+	waitingFetches  atomic.Int64
 
 	// moves are replica moves between log dirs in flight (logdirs_move.go).
 	moves sync.WaitGroup
@@ -170,6 +185,13 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
+	// The metrics listener answers from the start (/healthz while the
+	// logs load) and closes last.
+	reqObs, metricsAddr, stopMetrics, err := b.startMetrics()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stopMetrics()) }()
 
 	// Raft's port: the CONTROLLER listener's, shared with the
 	// controller's Kafka APIs; on a broker-only node, the inter-broker
@@ -203,6 +225,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		TransferMinRate:           opts.TransferMinRate,
 		CopyFileRegions:           opts.CopyFetchRecords,
 		APIs:                      apiVersions(),
+		Observer:                  reqObs,
 	}
 	if !opts.BrokerOnly {
 		ctrlCfg := srvCfg
@@ -372,6 +395,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	// Partitions that cannot be opened yet do not stop the broker: the
 	// others serve, and watchMetadata retries these.
 	b.reconcile()
+	// Every component the state gauges read exists from here on.
+	b.live.Store(true)
 	if err := b.lifecycle.WaitUnfenced(startCtx); err != nil {
 		return fmt.Errorf("broker %d: %w", opts.NodeID, err)
 	}
@@ -404,6 +429,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 	for name, a := range addrs {
 		attrs = append(attrs, slog.String("listener."+name, a.String()))
 	}
+	if metricsAddr != "" {
+		attrs = append(attrs, slog.String("metrics", "http://"+metricsAddr))
+	}
+	b.ready.Store(true)
 	// Tests and scripts read the bound addresses from this line.
 	logger.Info("weir started", attrs...)
 	if opts.Ready != nil {
@@ -416,6 +445,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	case serveErr = <-serveClients:
 		serveClients = nil
 	}
+	b.ready.Store(false)
 	logger.Info("weir shutting down")
 	b.controlledShutdown()
 	stop()

@@ -136,6 +136,7 @@ func (q *isrBatcher) send(ctx context.Context, batch map[storage.TopicPartition]
 					slog.Any("isr", pr.c.ISR), slog.Any("err", err))
 				continue
 			}
+			b.events().ISRChanged(pr.c.PreviousISR, len(rp.ISR))
 			b.log.Info("ISR changed", slog.String("topic", name), slog.Int("partition", int(rp.Partition)),
 				slog.Any("isr", rp.ISR), slog.Int("partition.epoch", int(rp.PartitionEpoch)))
 		}

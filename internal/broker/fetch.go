@@ -80,6 +80,9 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 		}
 	}
 	b.addLeaderEndpoints(resp, f.leaderHints)
+	if f.replicaID < 0 {
+		b.countFetched(&f)
+	}
 	if len(f.out.regions) == 0 {
 		return resp, nil
 	}
@@ -146,6 +149,8 @@ type fetchState struct {
 // wait sleeps until a watched partition changes (true), or the timeout or
 // ctx ends (false).
 func (f *fetchState) wait(ctx context.Context, timeout time.Duration) bool {
+	f.b.waitingFetches.Add(1)
+	defer f.b.waitingFetches.Add(-1)
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {

@@ -105,7 +105,9 @@ func (b *Broker) handleProduce(ctx context.Context, rc *server.RequestContext, r
 		if rc != nil && rc.ReleaseRequest != nil {
 			rc.ReleaseRequest()
 		}
+		b.waitingProduces.Add(1)
 		b.awaitAcks(ctx, waits, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		b.waitingProduces.Add(-1)
 	}
 	if req.Acks == 0 {
 		// The client expects no answer, so, like Kafka, close the
@@ -195,6 +197,7 @@ func (b *Broker) produceOne(topic string, rp kmsg.ProduceRequestTopicPartition, 
 		}
 		return ackWait{}, false
 	}
+	b.events().Produced(topic, int64(len(rp.Records)), info.NumRecords)
 	sp.BaseOffset = info.FirstOffset
 	sp.LogAppendTime = info.LogAppendTime
 	sp.LogStartOffset = info.LogStartOffset

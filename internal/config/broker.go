@@ -33,6 +33,11 @@ type Broker struct {
 	FetchSendfileEnable     bool              // weir.fetch.sendfile.enable (weir's)
 	ConsoleListener         string            // console.listener: http://host:port ("" = off; weir's)
 
+	// Observability (weir's keys).
+	MetricsListener             string // metrics.listener: http://host:port, "" = off
+	MetricsPprofEnable          bool   // metrics.pprof.enable
+	MetricsPartitionLevelEnable bool   // metrics.partition.level.enable
+
 	// Limits against hostile or broken clients.
 	QueuedMaxRequestBytes        int64            // queued.max.request.bytes (<= 0 = unbounded)
 	MaxConnections               int32            // max.connections

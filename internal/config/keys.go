@@ -217,6 +217,19 @@ var brokerKeys = []brokerKey{
 	boolKey("weir.fetch.sendfile.enable", true, func(b *Broker) *bool { return &b.FetchSendfileEnable },
 		"Send fetch responses' record sets from the segment files with sendfile, not read through a buffer."),
 
+	// Observability (weir's keys; Kafka has JMX instead).
+	complexKey("metrics.listener", TypeString, "", true,
+		func(b *Broker, raw string) (err error) {
+			b.MetricsListener, err = parseMetricsListener(raw)
+			return err
+		},
+		func(b *Broker) (string, bool) { return b.MetricsListener, b.MetricsListener != "" },
+		"http://host:port serving /metrics (Prometheus), /healthz and /readyz; unset: off."),
+	boolKey("metrics.pprof.enable", false, func(b *Broker) *bool { return &b.MetricsPprofEnable },
+		"Also serve Go's /debug/pprof on metrics.listener."),
+	boolKey("metrics.partition.level.enable", false, func(b *Broker) *bool { return &b.MetricsPartitionLevelEnable },
+		"Export per-partition series (log size, segment count): one series per hosted partition."),
+
 	// Storage.
 	complexKey("log.dirs", TypeString, "", true,
 		func(b *Broker, raw string) error {

@@ -24,6 +24,9 @@ type ISRChange struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	ISR            []int32
+	// PreviousISR is the size of the ISR the change replaces, so that
+	// the broker can tell a shrink from an expansion (ISR metrics).
+	PreviousISR int
 }
 
 // follower is what the leader knows of one follower replica.
@@ -201,6 +204,7 @@ func (p *Partition) proposeLocked(isr, maximal []int32) {
 		LeaderEpoch:    p.st.LeaderEpoch,
 		PartitionEpoch: p.st.PartitionEpoch,
 		ISR:            isr,
+		PreviousISR:    len(p.st.ISR),
 	})
 }
 

@@ -127,8 +127,8 @@ func TestLaggingFollowerLeavesISRAndHWMovesAfterCommit(t *testing.T) {
 		p.MaybeShrinkISR()
 	}
 	c := props.take(t)
-	if !slices.Equal(c.ISR, []int32{1, 2}) || c.PartitionEpoch != 0 || c.LeaderEpoch != 0 {
-		t.Fatalf("proposal %+v, want ISR [1 2] at epochs 0/0", c)
+	if !slices.Equal(c.ISR, []int32{1, 2}) || c.PartitionEpoch != 0 || c.LeaderEpoch != 0 || c.PreviousISR != 3 {
+		t.Fatalf("proposal %+v, want ISR [1 2] replacing 3 replicas at epochs 0/0", c)
 	}
 	// Until committed, follower 3 still holds the HW at 5.
 	if hw := p.Offsets().HighWater; hw != 5 {
@@ -156,8 +156,8 @@ func TestFollowerRejoinsOnceCaughtUpPastEpochStart(t *testing.T) {
 	}
 	fetch(t, p, 3, 6)
 	c := props.take(t)
-	if !slices.Equal(c.ISR, []int32{1, 2, 3}) {
-		t.Fatalf("proposal %v, want [1 2 3]", c.ISR)
+	if !slices.Equal(c.ISR, []int32{1, 2, 3}) || c.PreviousISR != 2 {
+		t.Fatalf("proposal %v replacing %d, want [1 2 3] replacing 2", c.ISR, c.PreviousISR)
 	}
 	// While the expansion is pending, follower 3 counts for the HW.
 	if _, err := p.AppendAsLeader(batch(t, 2), 1); err != nil {

@@ -213,6 +213,7 @@ func (c *conn) readRequest(ctx context.Context, fr *frameReader, res *reservatio
 		return parsed{}, err
 	}
 	p := c.parse(fm.buf)
+	p.received = time.Now()
 	p.size = len(fm.buf)
 	p.fb = fm.fb
 	held := int64(cap(fm.buf))
@@ -286,7 +287,9 @@ func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) b
 		c.shutdown("protocol error", p.err)
 		return false
 	}
+	started := time.Now()
 	resp, reason, err := c.respond(ctx, p)
+	handled := time.Now()
 	// File regions are pinned until written, or dropped unwritten.
 	defer releaseRegions(resp)
 	switch {
@@ -308,7 +311,12 @@ func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) b
 		}
 	}
 	c.served.Add(1)
-	c.lastActive.Store(time.Now().UnixNano())
+	now := time.Now()
+	if c.s.cfg.Observer != nil {
+		c.s.cfg.Observer.RequestDone(p.hdr.APIKey, p.hdr.APIVersion, p.size,
+			started.Sub(p.received), now.Sub(handled), now.Sub(p.received))
+	}
+	c.lastActive.Store(now.UnixNano())
 	c.inflight.Add(-1)
 	c.pending.Add(-int64(p.size))
 	select {

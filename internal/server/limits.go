@@ -38,7 +38,9 @@ type connQuotas struct {
 	total int
 	byIP  map[string]int
 	conns map[*conn]struct{}
-	freed chan struct{} // closed (and replaced) when a slot frees
+	// created counts admitted connections by listener (metrics).
+	created map[string]int64
+	freed   chan struct{} // closed (and replaced) when a slot frees
 }
 
 // newConnQuotas resolves the overrides' host names. limits nil means no
@@ -46,7 +48,7 @@ type connQuotas struct {
 func newConnQuotas(limits *ConnLimits, listeners int) (*connQuotas, error) {
 	q := &connQuotas{
 		maxTotal: -1, maxPerIP: -1,
-		byIP: make(map[string]int), conns: make(map[*conn]struct{}), freed: make(chan struct{}),
+		byIP: make(map[string]int), conns: make(map[*conn]struct{}), created: map[string]int64{}, freed: make(chan struct{}),
 	}
 	if limits == nil {
 		return q, nil
@@ -130,6 +132,7 @@ func (q *connQuotas) admit(c *conn, ip string) (ok bool, limit int, evict *conn)
 	}
 	q.byIP[ip]++
 	q.conns[c] = struct{}{}
+	q.created[c.listener]++
 	if q.maxTotal >= 0 && q.total > q.maxTotal && c.listener == q.protected {
 		evict = q.leastRecentlyActiveLocked()
 	}
@@ -160,6 +163,28 @@ func (q *connQuotas) release(c *conn, ip string) {
 	}
 	delete(q.conns, c)
 	q.wakeLocked()
+}
+
+// openByListener counts the admitted connections by listener.
+func (q *connQuotas) openByListener() map[string]int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := map[string]int{}
+	for c := range q.conns {
+		out[c.listener]++
+	}
+	return out
+}
+
+// createdByListener copies the admitted-connection counts.
+func (q *connQuotas) createdByListener() map[string]int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make(map[string]int64, len(q.created))
+	for l, n := range q.created {
+		out[l] = n
+	}
+	return out
 }
 
 func (q *connQuotas) wakeLocked() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -43,6 +44,7 @@ type parsed struct {
 	size                int          // frame bytes, for the read-ahead budget
 	res                 *reservation // the request's memory, returned when it is answered
 	fb                  *frameBuf    // the frame's pooled memory, if any (see frameBufs)
+	received            time.Time    // when the frame was read whole (request metrics)
 }
 
 // parseRequest decodes one request frame (the bytes after the 4-byte size

@@ -50,6 +50,19 @@ type Handler interface {
 	Handle(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error)
 }
 
+// RequestObserver learns of every request answered: the one place the
+// request metrics are taken. It is owned here so that this package needs
+// no metrics library.
+type RequestObserver interface {
+	// RequestDone is called once a request has been answered (its
+	// response written, or none sent for acks=0), with the frame's size
+	// and its times: queue from its last byte read to its handling
+	// (requests read ahead wait behind the one handled), send for
+	// writing its response, total from its last byte read to its
+	// response written.
+	RequestDone(apiKey, apiVersion int16, requestBytes int, queue, send, total time.Duration)
+}
+
 // RequestContext describes where a request came from.
 type RequestContext struct {
 	ClientID      string
@@ -109,6 +122,10 @@ type Config struct {
 	CopyFileRegions bool
 	// Limits are the connection limits; nil means none.
 	Limits *ConnLimits
+	// Observer, if set, is told of every request answered (request
+	// metrics); it is called on the connection's goroutine, so it must
+	// be quick.
+	Observer RequestObserver
 	// APIs maps an API key to the [min, max] versions the handler supports;
 	// max is capped at kmsg's max. ApiVersions (18) is answered by the
 	// server and added if missing, with kmsg's full range.
@@ -241,6 +258,27 @@ func (s *Server) Addr(listener string) net.Addr {
 		}
 	}
 	return nil
+}
+
+// OpenConnections counts the open connections by listener name.
+func (s *Server) OpenConnections() map[string]int {
+	return s.quotas.openByListener()
+}
+
+// ConnectionsCreated counts the connections admitted since start, by
+// listener name.
+func (s *Server) ConnectionsCreated() map[string]int64 {
+	return s.quotas.createdByListener()
+}
+
+// MemoryPool is the request memory in flight (queued.max.request.bytes'
+// pool) and its budget (-1: unbounded).
+func (s *Server) MemoryPool() (used, budget int64) {
+	budget = s.cfg.QueuedMaxRequestBytes
+	if budget <= 0 {
+		budget = -1
+	}
+	return s.pool.inUse(), budget
 }
 
 // Serve accepts and serves connections until ctx is done or Close is

@@ -188,47 +188,6 @@ func (s *ackStream) acksBetween(from, to time.Time) int {
 	return n
 }
 
-// agreedController waits until every running node's Metadata answer names
-// the same active controller and returns it. A node that knows no
-// controller names itself, so agreement of all of them means the one
-// named is the quorum's leader.
-func agreedController(t *testing.T, c *harness.Cluster) int32 {
-	t.Helper()
-	var id int32
-	harness.WaitFor(t, opTimeout, "the nodes to agree on the active controller", func() bool {
-		id = -1
-		for _, b := range c.Nodes {
-			if !b.Running() {
-				continue
-			}
-			got, err := controllerSeenBy(b.Addr)
-			if err != nil || (id != -1 && got != id) {
-				return false
-			}
-			id = got
-		}
-		return id > 0
-	})
-	return id
-}
-
-func controllerSeenBy(addr string) (int32, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
-	if err != nil {
-		return -1, err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	req.Topics = []kmsg.MetadataRequestTopic{} // none: brokers and controller only
-	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
-	if err != nil {
-		return -1, err
-	}
-	return resp.(*kmsg.MetadataResponse).ControllerID, nil
-}
-
 // waitEveryNode waits until every running node's Metadata answer for a
 // partition satisfies cond, and returns the last answer. A node that was
 // just resumed answers from its stale image until it has applied the

@@ -57,7 +57,7 @@ func pausedFollower(t *testing.T, exit isrExit, pauseController bool, overrides 
 	const topic = "paused-follower"
 	// The leader is not the controller, so one follower is: the case
 	// picks which follower to pause.
-	ctrl := agreedController(t, c)
+	ctrl := c.AgreedController(opTimeout)
 	leader := otherNodes(3, ctrl)[0]
 	replicas := append([]int32{leader}, otherNodes(3, leader)...)
 	createAssignedTopic(t, c, topic, [][]int32{replicas}, minISR2())
@@ -66,7 +66,7 @@ func pausedFollower(t *testing.T, exit isrExit, pauseController bool, overrides 
 	s.waitAcks(500, 2*time.Minute, "acks before the pause")
 
 	// Choose the follower now: the controller may have moved since.
-	ctrl = agreedController(t, c)
+	ctrl = c.AgreedController(opTimeout)
 	var victim int32
 	for _, id := range otherNodes(3, leader) {
 		if (id == ctrl) == pauseController {
@@ -161,7 +161,7 @@ func TestPausedLeaderIsReplaced(t *testing.T) {
 	c := harness.StartCluster(t, 3)
 	guardNodes(t, c)
 	const topic = "paused-leader"
-	ctrl := agreedController(t, c)
+	ctrl := c.AgreedController(opTimeout)
 	leader := otherNodes(3, ctrl)[0]
 	createAssignedTopic(t, c, topic, [][]int32{append([]int32{leader}, otherNodes(3, leader)...)}, minISR2())
 	s := startAckStream(t, c, topic, 2*time.Millisecond,

@@ -53,7 +53,7 @@ func twoOfThreeDown(t *testing.T, survivorIsController bool) {
 	c := harness.StartCluster(t, 3, "replica.lag.time.max.ms=3000")
 	guardNodes(t, c)
 	const topic = "two-down"
-	ctrl := agreedController(t, c)
+	ctrl := c.AgreedController(opTimeout)
 	survivor := ctrl
 	if !survivorIsController {
 		survivor = otherNodes(3, ctrl)[0]
@@ -71,7 +71,7 @@ func twoOfThreeDown(t *testing.T, survivorIsController bool) {
 		before[p] = produceAcked(t, cl, topic, p, "before", 300)
 	}
 
-	if now := agreedController(t, c); (now == survivor) != survivorIsController {
+	if now := c.AgreedController(opTimeout); (now == survivor) != survivorIsController {
 		t.Logf("the controller moved to %d before the kill; the survivor %d is controller: %v", now, survivor, now == survivor)
 	}
 	since := logEnds(c)[survivor-1]

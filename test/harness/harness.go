@@ -64,6 +64,9 @@ type Broker struct {
 	fdLimit   int      // RLIMIT_NOFILE of the process, 0 = inherited (limits.go)
 	Addr      string   // client listener host:port
 	CtrlAddr  string   // controller listener host:port
+	// MetricsURL is the metrics listener (http://host:port), "" unless
+	// started with metrics.listener (e.g. MetricsListener).
+	MetricsURL string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -99,7 +102,14 @@ func startBroker(b *Broker, overrides []string) *Broker {
 	return b
 }
 
-var listenerRE = regexp.MustCompile(`listener\.(\w+)=(\S+)`)
+var (
+	listenerRE = regexp.MustCompile(`listener\.(\w+)=(\S+)`)
+	metricsRE  = regexp.MustCompile(` metrics=(\S+)`)
+)
+
+// MetricsListener is the override that turns the metrics listener on at a
+// free loopback port (see Broker.MetricsURL).
+const MetricsListener = "metrics.listener=http://127.0.0.1:0"
 
 func (b *Broker) start() {
 	b.t.Helper()
@@ -149,6 +159,9 @@ func (b *Broker) launch() {
 				for _, m := range listenerRE.FindAllStringSubmatch(line, -1) {
 					addrs[m[1]] = m[2]
 				}
+				if m := metricsRE.FindStringSubmatch(line); m != nil {
+					addrs["metrics"] = m[1]
+				}
 				started <- addrs
 				sent = true
 			}
@@ -169,7 +182,7 @@ func (b *Broker) awaitStarted() {
 	b.mu.Unlock()
 	select {
 	case addrs := <-started:
-		b.Addr, b.CtrlAddr = addrs["PLAINTEXT"], addrs["CONTROLLER"]
+		b.Addr, b.CtrlAddr, b.MetricsURL = addrs["PLAINTEXT"], addrs["CONTROLLER"], addrs["metrics"]
 	case <-done:
 		b.t.Fatalf("weir exited before it started:\n%s", b.Output())
 	case <-time.After(startTimeout):

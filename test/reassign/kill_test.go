@@ -3,62 +3,14 @@ package reassign
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-project/weir/test/harness"
 )
-
-// controllerSeenBy is the active controller in addr's Metadata answer.
-func controllerSeenBy(addr string) (int32, error) {
-	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		return -1, err
-	}
-	conn.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
-	if err != nil {
-		return -1, err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	req.Topics = []kmsg.MetadataRequestTopic{}
-	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
-	if err != nil {
-		return -1, err
-	}
-	return resp.(*kmsg.MetadataResponse).ControllerID, nil
-}
-
-// agreedController waits until every running node names the same
-// controller, other than except, and returns it.
-func agreedController(t *testing.T, c *harness.Cluster, except int32) int32 {
-	t.Helper()
-	var id int32
-	harness.WaitFor(t, opTimeout, "the nodes to agree on the active controller", func() bool {
-		id = -1
-		for _, b := range c.Nodes {
-			if !b.Running() {
-				continue
-			}
-			got, err := controllerSeenBy(b.Addr)
-			if err != nil || got <= 0 || got == except || (id != -1 && got != id) {
-				return false
-			}
-			id = got
-		}
-		return id > 0
-	})
-	return id
-}
 
 // stillMoving fails the test unless every running node lists topic-p as
 // being reassigned.
@@ -121,9 +73,9 @@ func TestReassignSurvivesKills(t *testing.T) {
 	c.Node(leader).Restart()
 	c.WaitPartition(topic, 0, opTimeout, "the old leader back in the ISR", func(st harness.PartitionState) bool { return len(st.ISR) == 3 })
 
-	ctrl := agreedController(t, c, -1)
+	ctrl := c.AgreedController(opTimeout)
 	c.Node(ctrl).Kill()
-	next := agreedController(t, c, ctrl)
+	next := c.AgreedController(opTimeout, ctrl)
 	stillMoving(t, c, topic, 0, fmt.Sprintf("controller %d killed", ctrl))
 	s.waitMore(200, opTimeout, "after the controller's kill")
 	t.Logf("controller %d killed, %d took over", ctrl, next)

@@ -1,0 +1,152 @@
+// Package metrics exports the broker's metrics in Prometheus' format,
+// named after Kafka's MBeans (see the README's Metrics table), and serves
+// them with /healthz, /readyz and optionally /debug/pprof. It keeps its
+// own registry: nothing here is global, so two brokers in one process
+// (tests) do not share series.
+//
+// Two kinds of series: counters and histograms moved by the one place
+// that sees each event (the server's request dispatch, the produce and
+// fetch handlers), through the small observer interfaces their packages
+// own; and gauges computed at scrape time from the broker's current state
+// (State), so that no bookkeeping can drift from the truth.
+package metrics
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Options configures the metrics.
+type Options struct {
+	// State reads the broker's current state at each scrape; nil means
+	// no state gauges.
+	State func() State
+	// PartitionLevel exports per-partition series (log size, segment
+	// count): metrics.partition.level.enable.
+	PartitionLevel bool
+}
+
+// Metrics holds the registry and the event-driven instruments.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	bytesIn    *prometheus.CounterVec
+	bytesOut   *prometheus.CounterVec
+	messagesIn *prometheus.CounterVec
+	requests   *prometheus.CounterVec
+	totalTime  *prometheus.HistogramVec
+	queueTime  *prometheus.HistogramVec
+	sendTime   *prometheus.HistogramVec
+	reqBytes   *prometheus.HistogramVec
+	isrShrinks prometheus.Counter
+	isrExpands prometheus.Counter
+}
+
+// requestTimeBuckets span a fast local answer to a long-polling fetch
+// (fetch.max.wait.ms) and a produce waiting for acks up to its timeout.
+var requestTimeBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// New builds the registry with the Go runtime and process collectors,
+// the event instruments and, if opts.State is set, the state collector.
+func New(opts Options) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.bytesIn = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_brokertopicmetrics_bytesin_total",
+		Help: "Record batch bytes appended by producers, per topic (kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec).",
+	}, []string{"topic"})
+	m.bytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_brokertopicmetrics_bytesout_total",
+		Help: "Record batch bytes sent to consumers in fetch responses, per topic (kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec).",
+	}, []string{"topic"})
+	m.messagesIn = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_brokertopicmetrics_messagesin_total",
+		Help: "Records appended by producers, per topic (kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec).",
+	}, []string{"topic"})
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_network_requestmetrics_requests_total",
+		Help: "Requests answered, per API and version (kafka.network:type=RequestMetrics,name=RequestsPerSec).",
+	}, []string{"request", "version"})
+	m.totalTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_network_requestmetrics_totaltime_seconds",
+		Help:    "Time from a request read whole to its response written, per API (kafka.network:type=RequestMetrics,name=TotalTimeMs).",
+		Buckets: requestTimeBuckets,
+	}, []string{"request"})
+	m.queueTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_network_requestmetrics_requestqueuetime_seconds",
+		Help:    "Time a request read whole waited behind the ones before it on its connection, per API (kafka.network:type=RequestMetrics,name=RequestQueueTimeMs).",
+		Buckets: requestTimeBuckets,
+	}, []string{"request"})
+	m.sendTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_network_requestmetrics_responsesendtime_seconds",
+		Help:    "Time to write a response, per API (kafka.network:type=RequestMetrics,name=ResponseSendTimeMs).",
+		Buckets: requestTimeBuckets,
+	}, []string{"request"})
+	m.reqBytes = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_network_requestmetrics_requestbytes",
+		Help:    "Request frame sizes in bytes, per API (kafka.network:type=RequestMetrics,name=RequestBytes).",
+		Buckets: prometheus.ExponentialBuckets(64, 4, 10),
+	}, []string{"request"})
+	m.isrShrinks = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kafka_server_replicamanager_isrshrinks_total",
+		Help: "ISR shrinks committed for partitions led here (kafka.server:type=ReplicaManager,name=IsrShrinksPerSec).",
+	})
+	m.isrExpands = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kafka_server_replicamanager_isrexpands_total",
+		Help: "ISR expansions committed for partitions led here (kafka.server:type=ReplicaManager,name=IsrExpandsPerSec).",
+	})
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.bytesIn, m.bytesOut, m.messagesIn, m.requests, m.totalTime, m.queueTime, m.sendTime, m.reqBytes, m.isrShrinks, m.isrExpands,
+	)
+	if opts.State != nil {
+		m.reg.MustRegister(newStateCollector(opts.State, opts.PartitionLevel))
+	}
+	return m
+}
+
+// Registry is the registry the HTTP handler serves (for tests).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// RequestDone counts one answered request (server.RequestObserver).
+func (m *Metrics) RequestDone(apiKey, apiVersion int16, requestBytes int, queue, send, total time.Duration) {
+	name := requestName(apiKey)
+	m.requests.WithLabelValues(name, strconv.Itoa(int(apiVersion))).Inc()
+	m.totalTime.WithLabelValues(name).Observe(total.Seconds())
+	m.queueTime.WithLabelValues(name).Observe(queue.Seconds())
+	m.sendTime.WithLabelValues(name).Observe(send.Seconds())
+	m.reqBytes.WithLabelValues(name).Observe(float64(requestBytes))
+}
+
+// requestName is Kafka's name of an API, as in its request label.
+func requestName(key int16) string {
+	if name := kmsg.NameForKey(key); name != "" {
+		return name
+	}
+	return "Unknown" + strconv.Itoa(int(key))
+}
+
+// Produced counts the record batches a producer had appended to topic.
+func (m *Metrics) Produced(topic string, bytes, records int64) {
+	m.bytesIn.WithLabelValues(topic).Add(float64(bytes))
+	m.messagesIn.WithLabelValues(topic).Add(float64(records))
+}
+
+// Fetched counts record batch bytes sent to a consumer from topic.
+func (m *Metrics) Fetched(topic string, bytes int64) {
+	m.bytesOut.WithLabelValues(topic).Add(float64(bytes))
+}
+
+// ISRChanged counts a committed ISR change of a partition led here.
+func (m *Metrics) ISRChanged(before, after int) {
+	switch {
+	case after < before:
+		m.isrShrinks.Inc()
+	case after > before:
+		m.isrExpands.Inc()
+	}
+}
