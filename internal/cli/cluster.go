@@ -33,20 +33,9 @@ min.insync.replicas: acks=all writes are refused) or under-replicated
 			if err := checkOutput(*output); err != nil {
 				return err
 			}
-			if err := cf.validate(); err != nil {
-				return err
-			}
-			runtimeErrors(cmd)
-			cl, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			adm := kadm.NewClient(cl)
-			adm.SetTimeoutMillis(int32(cf.requestTimeout.Milliseconds()))
-			ctx, cancel := context.WithTimeout(cmd.Context(), cf.requestTimeout+adminSlack)
-			defer cancel()
-			return clusterStatus(ctx, cl, adm, cmd.OutOrStdout(), *output)
+			return withAdminClient(cmd, cf, func(ctx context.Context, p *kadmPair) error {
+				return clusterStatus(ctx, p.raw, p.adm, cmd.OutOrStdout(), *output)
+			})
 		},
 	}
 	cf.register(cmd.Flags())

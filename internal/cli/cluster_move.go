@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // `weir cluster drain BROKER` and `weir cluster rebalance`: a plan made by
@@ -91,23 +92,17 @@ Waits until every move is done.`,
 
 // runMove plans over the brokers targets picks, then executes and waits.
 func runMove(cmd *cobra.Command, cf *clientFlags, mf *moveFlags, targets func(clusterView) ([]planBroker, error), doneMsg string) error {
-	if err := cf.validate(); err != nil {
-		return err
-	}
 	if cmd.Flags().Changed("throttle") && mf.throttle < 1 {
 		return fmt.Errorf("--throttle %d: want a positive number of bytes/s", mf.throttle)
 	}
-	runtimeErrors(cmd)
-	cl, err := cf.newClient()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(int32(cf.requestTimeout.Milliseconds()))
+	return withAdminClient(cmd, cf, func(ctx context.Context, p *kadmPair) error {
+		return move(ctx, cmd, cf, mf, p.raw, p.adm, targets, doneMsg)
+	})
+}
+
+// move is runMove with its client.
+func move(ctx context.Context, cmd *cobra.Command, cf *clientFlags, mf *moveFlags, cl *kgo.Client, adm *kadm.Client, targets func(clusterView) ([]planBroker, error), doneMsg string) error {
 	out := cmd.OutOrStdout()
-	ctx, cancel := context.WithTimeout(cmd.Context(), cf.requestTimeout+adminSlack)
-	defer cancel()
 	view, err := viewCluster(ctx, adm, nil)
 	if err != nil {
 		return err

@@ -70,40 +70,35 @@ command exit non-zero.`,
 					return err
 				}
 			}
-			if err := cf.validate(); err != nil {
-				return err
-			}
-			runtimeErrors(cmd)
-			cl, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), cf.requestTimeout+adminSlack)
-			defer cancel()
-			req := kmsg.NewPtrElectLeadersRequest()
-			req.ElectionType = et
-			req.TimeoutMillis = int32(cf.requestTimeout.Milliseconds())
-			switch {
-			case all:
-				req.Topics = nil
-			case jsonFile != "":
-				req.Topics = fromFile
-			default:
-				rt := kmsg.NewElectLeadersRequestTopic()
-				rt.Topic = topic
-				if cmd.Flags().Changed("partition") {
-					rt.Partitions = []int32{partition}
-				} else if rt.Partitions, err = partitionsOf(ctx, cl, topic); err != nil {
-					return err
+			return withClient(cmd, cf, func(ctx context.Context, cl *kgo.Client) error {
+				req := kmsg.NewPtrElectLeadersRequest()
+				req.ElectionType = et
+				req.TimeoutMillis = int32(cf.requestTimeout.Milliseconds())
+				switch {
+				case all:
+					req.Topics = nil
+				case jsonFile != "":
+					req.Topics = fromFile
+				default:
+					rt := kmsg.NewElectLeadersRequestTopic()
+					rt.Topic = topic
+					if cmd.Flags().Changed("partition") {
+						rt.Partitions = []int32{partition}
+					} else {
+						ps, err := partitionsOf(ctx, cl, topic)
+						if err != nil {
+							return err
+						}
+						rt.Partitions = ps
+					}
+					req.Topics = []kmsg.ElectLeadersRequestTopic{rt}
 				}
-				req.Topics = []kmsg.ElectLeadersRequestTopic{rt}
-			}
-			resp, err := req.RequestWith(ctx, cl)
-			if err != nil {
-				return fmt.Errorf("elect leaders: %w", err)
-			}
-			return reportElection(cmd.OutOrStdout(), strings.ToUpper(typ), resp)
+				resp, err := req.RequestWith(ctx, cl)
+				if err != nil {
+					return fmt.Errorf("elect leaders: %w", err)
+				}
+				return reportElection(cmd.OutOrStdout(), strings.ToUpper(typ), resp)
+			})
 		},
 	}
 	fs := cmd.Flags()

@@ -23,23 +23,6 @@ func NewClusterOpsCmds() []*cobra.Command {
 	return []*cobra.Command{newQuorumCmd(), newUnregisterCmd()}
 }
 
-// withClient runs fn with a client built from cf, under the request
-// timeout (plus slack).
-func withClient(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kgo.Client) error) error {
-	if err := cf.validate(); err != nil {
-		return err
-	}
-	runtimeErrors(cmd)
-	cl, err := cf.newClient()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(cmd.Context(), cf.requestTimeout+adminSlack)
-	defer cancel()
-	return fn(ctx, cl)
-}
-
 // responseError is the error of an answer's code and message, if any.
 func responseError(code int16, msg *string) error {
 	err := kerr.ErrorForCode(code)

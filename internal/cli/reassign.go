@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // newTopicReassignCmd is `weir topic reassign`, in the habits of
@@ -122,29 +121,6 @@ deleted), and leadership moves if the leader was removed.`,
 }
 
 // kadmPair is an admin client with its raw requestor.
-type kadmPair struct {
-	adm *kadm.Client
-	raw *kgo.Client
-}
-
-// withAdminClient is withAdmin with the raw client kept too.
-func withAdminClient(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kadmPair) error) error {
-	if err := cf.validate(); err != nil {
-		return err
-	}
-	runtimeErrors(cmd)
-	cl, err := cf.newClient()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(int32(cf.requestTimeout.Milliseconds()))
-	ctx, cancel := context.WithTimeout(cmd.Context(), cf.requestTimeout+adminSlack)
-	defer cancel()
-	return fn(ctx, &kadmPair{adm: adm, raw: cl})
-}
-
 func topicsToMove(file string, topics []string) ([]string, error) {
 	switch {
 	case file != "" && len(topics) > 0:

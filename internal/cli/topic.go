@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // adminSlack is how much longer than the broker-side request timeout we
@@ -39,10 +40,17 @@ func newTopicCmd() *cobra.Command {
 	return cmd
 }
 
-// withAdmin validates the connection flags, then runs fn with an admin
-// client whose requests carry --request-timeout and whose context expires a
-// little after it.
-func withAdmin(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kadm.Client) error) error {
+// kadmPair is an admin client with the raw client under it, for requests
+// kadm has no call for.
+type kadmPair struct {
+	adm *kadm.Client
+	raw *kgo.Client
+}
+
+// withAdminClient validates the connection flags, then runs fn with an
+// admin client whose requests carry --request-timeout and whose context
+// expires a little after it. Every client command connects through it.
+func withAdminClient(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kadmPair) error) error {
 	if err := cf.validate(); err != nil {
 		return err
 	}
@@ -56,7 +64,17 @@ func withAdmin(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *ka
 	adm.SetTimeoutMillis(int32(cf.requestTimeout.Milliseconds()))
 	ctx, cancel := context.WithTimeout(cmd.Context(), cf.requestTimeout+adminSlack)
 	defer cancel()
-	return fn(ctx, adm)
+	return fn(ctx, &kadmPair{adm: adm, raw: cl})
+}
+
+// withAdmin is withAdminClient for commands that need kadm only.
+func withAdmin(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kadm.Client) error) error {
+	return withAdminClient(cmd, cf, func(ctx context.Context, p *kadmPair) error { return fn(ctx, p.adm) })
+}
+
+// withClient is withAdminClient for commands that send raw requests only.
+func withClient(cmd *cobra.Command, cf *clientFlags, fn func(context.Context, *kgo.Client) error) error {
+	return withAdminClient(cmd, cf, func(ctx context.Context, p *kadmPair) error { return fn(ctx, p.raw) })
 }
 
 func newTopicCreateCmd(cf *clientFlags) *cobra.Command {
