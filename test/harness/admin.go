@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -110,100 +106,4 @@ func (c *RawConn) request(req kmsg.Request) (kmsg.Response, int, error) {
 		return nil, 0, fmt.Errorf("decode response: %w", err)
 	}
 	return resp, int(4 + n), nil
-}
-
-// Usage is what the broker process holds now: resident memory in bytes
-// (VmRSS) and open file descriptors.
-func (b *Broker) Usage() (rss int64, fds int, err error) {
-	pid := b.PID()
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				return 0, 0, fmt.Errorf("parse VmRSS %q: %w", line, err)
-			}
-			rss = kb << 10
-		}
-	}
-	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	return rss, len(entries), nil
-}
-
-// Guard protects the machine while a test attacks the broker: it samples
-// the broker's memory and file descriptors until the test ends, kills the
-// broker past maxRSS or maxFDs, and then fails the test. Peak reports the
-// highest values seen.
-type Guard struct {
-	b       *Broker
-	maxRSS  int64
-	maxFDs  int
-	stop    chan struct{}
-	done    chan struct{}
-	mu      sync.Mutex
-	peakRSS int64
-	peakFDs int
-	tripped string
-}
-
-// Watch starts a Guard on b; it stops, and reports a trip, at cleanup.
-func (b *Broker) Watch(t testing.TB, maxRSS int64, maxFDs int) *Guard {
-	g := &Guard{b: b, maxRSS: maxRSS, maxFDs: maxFDs, stop: make(chan struct{}), done: make(chan struct{})}
-	go g.run()
-	t.Cleanup(func() {
-		close(g.stop)
-		<-g.done
-		if g.tripped != "" {
-			t.Errorf("broker killed to protect the machine: %s", g.tripped)
-		}
-	})
-	return g
-}
-
-func (g *Guard) run() {
-	defer close(g.done)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-g.stop:
-			return
-		case <-tick.C:
-		}
-		rss, fds, err := g.b.Usage()
-		if err != nil {
-			continue // not running (restarting or stopped)
-		}
-		g.mu.Lock()
-		g.peakRSS, g.peakFDs = max(g.peakRSS, rss), max(g.peakFDs, fds)
-		if g.tripped == "" && (rss > g.maxRSS || fds > g.maxFDs) {
-			g.tripped = fmt.Sprintf("RSS %d MiB (limit %d MiB), %d fds (limit %d)", rss>>20, g.maxRSS>>20, fds, g.maxFDs)
-		}
-		tripped := g.tripped != ""
-		g.mu.Unlock()
-		if tripped {
-			g.b.Kill()
-			return
-		}
-	}
-}
-
-// Peak is the highest RSS (bytes) and fd count seen so far.
-func (g *Guard) Peak() (rss int64, fds int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.peakRSS, g.peakFDs
-}
-
-// Tripped reports whether the guard killed the broker.
-func (g *Guard) Tripped() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.tripped != ""
 }

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,31 +39,19 @@ func (b *Broker) OpenFDs() (int, error) {
 }
 
 // RSS is the running broker's resident set size in bytes (VmRSS).
-func (b *Broker) RSS() (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.PID()))
-	if err != nil {
-		return 0, fmt.Errorf("read status of weir: %w", err)
-	}
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
-			kb, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(v), []byte("kB")))), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("parse VmRSS %q: %w", v, err)
-			}
-			return kb << 10, nil
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", b.PID())
-}
+func (b *Broker) RSS() (int64, error) { return RSS(b.PID()) }
 
 // ResourceWatch samples a broker's open descriptors and RSS in the
 // background and keeps the largest values seen. A test reads them with
 // Max and asserts on them; Exceeded closes once a sample passes a limit,
-// so an attack loop can stop early instead of hurting the machine.
+// so an attack loop can stop early instead of hurting the machine. A
+// guard (Watch) also kills the broker at once past a limit and fails the
+// test.
 type ResourceWatch struct {
 	b        *Broker
 	maxFDs   int
 	maxRSS   int64
+	kill     bool
 	mu       sync.Mutex
 	peakFDs  int
 	peakRSS  int64
@@ -84,6 +71,20 @@ func (b *Broker) WatchResources(t testing.TB, maxFDs int, maxRSS int64) *Resourc
 	return w
 }
 
+// Watch guards the machine while a test attacks b: past maxRSS or maxFDs
+// the broker is killed at once, and the test fails at its end.
+func (b *Broker) Watch(t testing.TB, maxRSS int64, maxFDs int) *ResourceWatch {
+	w := &ResourceWatch{b: b, maxFDs: maxFDs, maxRSS: maxRSS, kill: true, exceeded: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	go w.run()
+	t.Cleanup(func() {
+		w.Stop()
+		if why := w.Why(); why != "" {
+			t.Errorf("broker killed to protect the machine: %s", why)
+		}
+	})
+	return w
+}
+
 func (w *ResourceWatch) run() {
 	defer close(w.done)
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -95,6 +96,9 @@ func (w *ResourceWatch) run() {
 		case <-tick.C:
 		}
 		w.Sample()
+		if w.kill && w.Why() != "" {
+			return // killed: a restarted broker is not killed again
+		}
 	}
 }
 
@@ -103,7 +107,13 @@ func (w *ResourceWatch) Sample() {
 	fds, ferr := w.b.OpenFDs()
 	rss, rerr := w.b.RSS()
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer func() {
+		exceeded := w.why != ""
+		w.mu.Unlock()
+		if exceeded && w.kill {
+			w.b.Kill()
+		}
+	}()
 	if ferr == nil {
 		w.peakFDs = max(w.peakFDs, fds)
 		if w.maxFDs > 0 && fds >= w.maxFDs {

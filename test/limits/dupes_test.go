@@ -47,7 +47,7 @@ func TestMetadataDuplicateTopics(t *testing.T) {
 		}
 		t.Logf("v%d, by id %v: %d bytes named once or a thousand times", version, byID, once)
 	}
-	rss, fds := guard.Peak()
+	fds, rss := guard.Max()
 	t.Logf("broker peak: RSS %d MiB, %d fds", rss>>20, fds)
 }
 

@@ -29,7 +29,7 @@ const (
 )
 
 // startBroker starts a broker guarded by the safety limits.
-func startBroker(t *testing.T, overrides ...string) (*harness.Broker, *harness.Guard) {
+func startBroker(t *testing.T, overrides ...string) (*harness.Broker, *harness.ResourceWatch) {
 	t.Helper()
 	b := harness.StartBroker(t, overrides...)
 	return b, b.Watch(t, maxRSS, maxFDs)

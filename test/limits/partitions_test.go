@@ -28,7 +28,7 @@ func TestDefaultPartitionLimit(t *testing.T) {
 		}
 	}
 	expectCode(t, "metadata of the refused topic", topicCode(c, "huge"), kerr.UnknownTopicOrPartition)
-	if _, fds := guard.Peak(); fds > 500 {
+	if fds, _ := guard.Max(); fds > 500 {
 		t.Fatalf("the broker opened %d files for a refused topic", fds)
 	}
 }
