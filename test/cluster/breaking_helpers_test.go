@@ -1,192 +1,20 @@
 package cluster
 
 // Helpers of the tests that break a cluster on purpose (pause_test.go,
-// quorum_test.go, shutdown_test.go): a producer stream that runs until
-// told to stop and times its acknowledgements, the active controller as
-// the nodes agree on it, topics with a chosen replica assignment, and
-// checks of the brokers' logs.
+// quorum_test.go, shutdown_test.go): what every node sees, topics with a
+// chosen replica assignment, and checks of the brokers' logs. The
+// producer streams they break the cluster under are harness.AckStream.
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/weir-project/weir/test/harness"
 )
-
-// ackStream is an idempotent acks=all franz-go producer writing "0", "1",
-// ... to partition 0 of a topic, one record every pace, until stopped. It
-// records every answer in an ackLog and the time of every
-// acknowledgement, so that a test can measure how long the producer
-// stalled. Unlike franzProducer it does not end after a fixed count, so a
-// slow machine cannot make it finish before the fault is over.
-type ackStream struct {
-	t    *testing.T
-	cl   *kgo.Client
-	acks *ackLog
-	stop chan struct{}
-	done chan struct{}
-	sent int // records handed to the client; read after done
-
-	mu    sync.Mutex
-	ackAt []time.Time // in acknowledgement order
-}
-
-// startAckStream starts the stream; extra client options come last.
-func startAckStream(t *testing.T, c *harness.Cluster, topic string, pace time.Duration, opts ...kgo.Opt) *ackStream {
-	t.Helper()
-	all := append([]kgo.Opt{
-		kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(2 * time.Millisecond),
-		kgo.RecordDeliveryTimeout(3 * time.Minute),
-		kgo.RetryTimeout(3 * time.Minute),
-	}, opts...)
-	// The client's own log, kept if the test fails: a stalled stream is
-	// told apart from a stalled broker by it.
-	clientLog := &lockedBuffer{}
-	all = append(all, kgo.WithLogger(kgo.BasicLogger(clientLog, kgo.LogLevelInfo, nil)))
-	s := &ackStream{t: t, cl: c.Client(all...), acks: newAckLog(), stop: make(chan struct{}), done: make(chan struct{})}
-	t.Cleanup(func() {
-		if t.Failed() {
-			keepLog(t, "producer", clientLog.String())
-		}
-	})
-	ctx := harness.Ctx(t, 10*time.Minute)
-	go func() {
-		defer close(s.done)
-		tick := time.NewTicker(pace)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-s.stop:
-				s.sent = i
-				return
-			case <-tick.C:
-			}
-			s.cl.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, func(r *kgo.Record, err error) {
-				if err != nil {
-					s.acks.fail(fmt.Sprintf("%s: %v", r.Value, err))
-					return
-				}
-				// franz-go calls back in order within a partition.
-				s.mu.Lock()
-				s.ackAt = append(s.ackAt, time.Now())
-				s.mu.Unlock()
-				s.acks.ack(string(r.Value), r.Offset)
-			})
-		}
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-s.stop:
-		default:
-			close(s.stop)
-		}
-		<-s.done
-	})
-	return s
-}
-
-// waitAcks waits until n records are acknowledged in all, failing the
-// test at once if one fails instead.
-func (s *ackStream) waitAcks(n int, timeout time.Duration, what string) {
-	s.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		s.acks.mu.Lock()
-		got, failed := len(s.acks.offset), slices.Clone(s.acks.failed)
-		s.acks.mu.Unlock()
-		switch {
-		case len(failed) > 0:
-			s.t.Fatalf("%s: %d records failed (%d acknowledged), first: %s", what, len(failed), got, failed[0])
-		case got >= n:
-			return
-		case time.Now().After(deadline):
-			s.t.Fatalf("%s: %d of %d records acknowledged within %v", what, got, n, timeout)
-		}
-		select {
-		case <-s.acks.ch:
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// waitMore waits for n acknowledgements more than there are now.
-func (s *ackStream) waitMore(n int, timeout time.Duration, what string) {
-	s.t.Helper()
-	s.waitAcks(s.acks.count()+n, timeout, what)
-}
-
-// finish stops producing, waits for every answer, fails the test if any
-// record failed, and returns how many records were sent.
-func (s *ackStream) finish() int {
-	s.t.Helper()
-	close(s.stop)
-	<-s.done
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	if err := s.cl.Flush(ctx); err != nil {
-		s.t.Fatalf("flush the stream: %v (%d of %d acknowledged)", err, s.acks.count(), s.sent)
-	}
-	s.acks.mu.Lock()
-	defer s.acks.mu.Unlock()
-	if n := len(s.acks.failed); n > 0 {
-		s.t.Fatalf("%d of %d records failed, first: %s", n, s.sent, s.acks.failed[0])
-	}
-	if len(s.acks.offset) != s.sent {
-		s.t.Fatalf("%d of %d records acknowledged", len(s.acks.offset), s.sent)
-	}
-	return s.sent
-}
-
-// longestGap is the longest time between consecutive acknowledgements
-// that arrived in [from, to], counting from `from` to the first of them
-// too, and when that gap ended.
-func (s *ackStream) longestGap(from, to time.Time) (gap time.Duration, endedAt time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	prev := from
-	for _, at := range s.ackAt {
-		if at.Before(from) {
-			continue
-		}
-		if at.After(to) {
-			break
-		}
-		if d := at.Sub(prev); d > gap {
-			gap, endedAt = d, at
-		}
-		prev = at
-	}
-	return gap, endedAt
-}
-
-// acksBetween counts the acknowledgements that arrived in [from, to].
-func (s *ackStream) acksBetween(from, to time.Time) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, at := range s.ackAt {
-		if !at.Before(from) && !at.After(to) {
-			n++
-		}
-	}
-	return n
-}
 
 // waitEveryNode waits until every running node's Metadata answer for a
 // partition satisfies cond, and returns the last answer. A node that was
@@ -229,35 +57,12 @@ func fullISR(st harness.PartitionState) bool {
 }
 
 // createAssignedTopic creates a topic whose partition p has the replicas
-// assignment[p] (the first is the preferred leader) and waits until every
-// partition is led by its preferred replica with a full ISR.
+// assignment[p] and waits until every partition is led by its preferred
+// replica (the first) with a full ISR: these tests choose which node to
+// break by its role.
 func createAssignedTopic(t *testing.T, c *harness.Cluster, topic string, assignment [][]int32, configs map[string]*string) {
 	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = int32(opTimeout / time.Millisecond)
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	for p, replicas := range assignment {
-		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-		a.Partition, a.Replicas = int32(p), replicas
-		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
-	}
-	for k, v := range configs {
-		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
-		cfg.Name, cfg.Value = k, v
-		rt.Configs = append(rt.Configs, cfg)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(harness.Ctx(t, opTimeout), c.Client())
-	if err == nil && len(resp.Topics) != 1 {
-		err = fmt.Errorf("%d topics in the answer", len(resp.Topics))
-	}
-	if err == nil {
-		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
-	}
-	if err != nil {
-		t.Fatalf("create topic %s with assignment %v: %v", topic, assignment, err)
-	}
+	c.CreateAssignedTopic(topic, assignment, configs, opTimeout)
 	for p, replicas := range assignment {
 		c.WaitPartition(topic, int32(p), opTimeout, fmt.Sprintf("leader %d and a full ISR", replicas[0]), func(st harness.PartitionState) bool {
 			return st.Leader == replicas[0] && len(st.ISR) == len(replicas)
@@ -347,24 +152,6 @@ func keepLog(t *testing.T, what, text string) {
 		return
 	}
 	t.Logf("%s log: %s", what, name)
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // pauseNode stops b with SIGSTOP; a failing test still resumes it, so

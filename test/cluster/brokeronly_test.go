@@ -22,15 +22,12 @@ func TestBrokerOnlyNode(t *testing.T) {
 	if st, _ := c.Partition(topic, 0); !slices.Contains(st.Replicas, 4) {
 		t.Fatalf("replicas %v of an RF 4 topic lack the broker-only node", st.Replicas)
 	}
-	acks := newAckLog()
-	done, flush := franzProducer(t, c, topic, 1000, time.Millisecond, acks)
-	acks.waitAcks(t, 300, 2*time.Minute, "acks before the kill")
+	acks := harness.StartAckStream(t, c, harness.StreamConfig{Topic: topic, Records: 1000, Pace: time.Millisecond})
+	acks.WaitAcks(t, 300, 2*time.Minute, "acks before the kill")
 	b4.Kill()
-	<-done
-	flush()
-	if len(acks.failed) > 0 {
-		t.Fatalf("%d records failed, first: %s", len(acks.failed), acks.failed[0])
-	}
+	<-acks.Done()
+	acks.Finish()
+	acks.RequireNoFailures(t, "the producer")
 	b4.Restart()
 	c.WaitFullISR(topic, 0, 2*time.Minute)
 	waitSameLogs(t, c, topic, 0)

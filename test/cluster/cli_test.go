@@ -52,10 +52,9 @@ func TestClusterStatusAndUnhealthyPartitions(t *testing.T) {
 func TestDescribeLogDirs(t *testing.T) {
 	c := harness.StartCluster(t, 3)
 	createTopic(t, c, "dirs", 2, 3, nil)
-	acks := newAckLog()
-	done, flush := franzProducer(t, c, "dirs", 200, time.Millisecond, acks)
-	<-done
-	flush()
+	acks := harness.StartAckStream(t, c, harness.StreamConfig{Topic: "dirs", Records: 200, Pace: time.Millisecond})
+	<-acks.Done()
+	acks.Finish()
 	adm := kadm.NewClient(c.Client())
 	harness.WaitFor(t, time.Minute, "every replica of dirs-0 to hold the records", func() bool {
 		all, err := adm.DescribeAllLogDirs(harness.Ctx(t, opTimeout), nil)

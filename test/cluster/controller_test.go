@@ -189,8 +189,7 @@ func TestKillControllerDuringTopicCreationAndFailover(t *testing.T) {
 	}
 	const topic = "ctrl-failover"
 	createAssignedTopic(t, c, topic, [][]int32{{ctrl, others[0], others[1]}}, minISR2())
-	acks := newAckLog()
-	done, flush := franzProducer(t, c, topic, streamRecords, time.Millisecond, acks)
+	acks := harness.StartAckStream(t, c, harness.StreamConfig{Topic: topic, Records: streamRecords, Pace: time.Millisecond})
 
 	loop := &createLoop{ch: make(chan struct{}, 1)}
 	ctx, stopLoop := context.WithCancel(context.Background())
@@ -199,10 +198,10 @@ func TestKillControllerDuringTopicCreationAndFailover(t *testing.T) {
 	defer func() { stopLoop(); <-loopDone }()
 	start := time.Now()
 	loop.waitSuccesses(t, start, 10, 2*time.Minute, "topics created before the kill")
-	acks.waitAcks(t, streamRecords/4, 2*time.Minute, "acks before the kill")
+	acks.WaitAcks(t, streamRecords/4, 2*time.Minute, "acks before the kill")
 
 	victim := c.Node(ctrl)
-	atKill := acks.count()
+	atKill := acks.Count()
 	killed := time.Now()
 	victim.Kill()
 	next := waitController(t, c, opTimeout, ctrl)
@@ -211,7 +210,7 @@ func TestKillControllerDuringTopicCreationAndFailover(t *testing.T) {
 		return st.Leader > 0 && st.Leader != ctrl
 	})
 	failedOver := time.Since(killed)
-	acks.waitAcks(t, atKill+1, 2*time.Minute, "the first acknowledgement after the kill")
+	acks.WaitAcks(t, atKill+1, 2*time.Minute, "the first acknowledgement after the kill")
 	firstAck := time.Since(killed)
 	loop.waitSuccesses(t, killed, 10, 2*time.Minute, "topics created after the kill")
 	_, _, firstCreate := loop.successes(killed)
@@ -224,14 +223,12 @@ func TestKillControllerDuringTopicCreationAndFailover(t *testing.T) {
 	loop.waitSuccesses(t, rejoined, 5, 2*time.Minute, "topics created after the restart")
 	stopLoop()
 	<-loopDone
-	<-done
-	flush()
+	<-acks.Done()
+	acks.Finish()
 
 	c.WaitFullISR(topic, 0, 2*time.Minute)
-	if len(acks.failed) > 0 {
-		t.Fatalf("%d records failed, first: %s", len(acks.failed), acks.failed[0])
-	}
-	if n := checkExactlyOnce(t, c, c.Bootstrap(), topic, acks); n != streamRecords {
+	acks.RequireNoFailures(t, "the producer")
+	if n := harness.CheckExactlyOnce(t, c.Bootstrap(), topic, 0, 0, acks.AckLog); n != streamRecords {
 		t.Fatalf("%d records stored, want %d", n, streamRecords)
 	}
 	waitSameLogs(t, c, topic, 0)

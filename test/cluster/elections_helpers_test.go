@@ -215,54 +215,6 @@ func checkAcked(t *testing.T, got map[int64]string, want map[string]int64, what 
 	}
 }
 
-// streamTo produces "<prefix>-0", "<prefix>-1", ... to partition 0 of
-// topic through cl, one record every pace, recording every answer in
-// acks, until the returned stop is called; stop waits for the answers
-// and returns how many records were sent.
-func streamTo(t *testing.T, cl *kgo.Client, topic, prefix string, pace time.Duration, acks *ackLog) (stop func() int) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int)
-	go func() {
-		tick := time.NewTicker(pace)
-		defer tick.Stop()
-		i := 0
-		for ; ; i++ {
-			select {
-			case <-ctx.Done():
-				done <- i
-				return
-			case <-tick.C:
-			}
-			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: 0, Value: []byte(fmt.Sprintf("%s-%d", prefix, i))},
-				func(r *kgo.Record, err error) {
-					if err != nil {
-						acks.fail(fmt.Sprintf("%s: %v", r.Value, err))
-						return
-					}
-					acks.ack(string(r.Value), r.Offset)
-				})
-		}
-	}()
-	stopped := false
-	stop = func() int {
-		if stopped {
-			return 0
-		}
-		stopped = true
-		cancel()
-		n := <-done
-		fctx, fcancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer fcancel()
-		if err := cl.Flush(fctx); err != nil {
-			t.Errorf("flush %s producer: %v", prefix, err)
-		}
-		return n
-	}
-	t.Cleanup(func() { stop() })
-	return stop
-}
-
 // nodeFigures logs each running node's resident memory and open file
 // descriptors, for the report.
 func nodeFigures(t *testing.T, c *harness.Cluster) {

@@ -227,10 +227,9 @@ func TestFastRepeatedElections(t *testing.T) {
 		"auto.leader.rebalance.enable=false")
 	const topic, rounds = "elections", 5
 	createTopic(t, c, topic, 1, 3, minISR2())
-	allAcks, oneAcks := newAckLog(), newAckLog()
-	stopAll := streamTo(t, acksAllProducer(c), topic, "all", 5*time.Millisecond, allAcks)
-	stopOne := streamTo(t, c.Client(kgo.RequiredAcks(kgo.LeaderAck()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RecordDeliveryTimeout(2*time.Minute)), topic, "one", 5*time.Millisecond, oneAcks)
+	allAcks := harness.StartAckStream(t, c, harness.StreamConfig{Topic: topic, Prefix: "all", Pace: 5 * time.Millisecond, Client: acksAllProducer(c)})
+	oneAcks := harness.StartAckStream(t, c, harness.StreamConfig{Topic: topic, Prefix: "one", Pace: 5 * time.Millisecond,
+		Client: c.Client(kgo.RequiredAcks(kgo.LeaderAck()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(2*time.Minute))})
 
 	type round struct {
 		killed      *harness.Broker
@@ -246,7 +245,7 @@ func TestFastRepeatedElections(t *testing.T) {
 		})
 		epochs = append(epochs, st.LeaderEpoch)
 		leader := c.Node(st.Leader)
-		oneAcks.waitAcks(t, oneAcks.count()+20, 2*time.Minute, fmt.Sprintf("round %d: acks=1 writes on leader %d", r, st.Leader))
+		oneAcks.WaitAcks(t, oneAcks.Count()+20, 2*time.Minute, fmt.Sprintf("round %d: acks=1 writes on leader %d", r, st.Leader))
 
 		// Cut the leader's followers off, give it a tail of its own, kill it.
 		proxies[st.Leader-1].Hold(harness.BothWays)
@@ -268,14 +267,12 @@ func TestFastRepeatedElections(t *testing.T) {
 	}
 
 	c.WaitFullISR(topic, 0, 2*time.Minute)
-	sentAll, sentOne := stopAll(), stopOne()
+	sentAll, sentOne := allAcks.Stop(), oneAcks.Stop()
 	batches := waitSameLogs(t, c, topic, 0)
 	got := readCommitted(t, c, topic, 0, batches[len(batches)-1].LastOffset+1)
 
-	allAcks.mu.Lock()
-	checkAcked(t, got, allAcks.offset, "acks=all")
-	nAll, failedAll := len(allAcks.offset), len(allAcks.failed)
-	allAcks.mu.Unlock()
+	checkAcked(t, got, allAcks.Offsets(), "acks=all")
+	nAll, failedAll := allAcks.Count(), len(allAcks.Failed())
 	seen := map[string]int64{}
 	for off, v := range got {
 		if prev, dup := seen[v]; dup && v[:4] == "all-" {
@@ -294,15 +291,13 @@ func TestFastRepeatedElections(t *testing.T) {
 			t.Fatalf("round %d: the killed leader did not truncate its tail (from offset %d) by epoch; it logged %q", r, rd.tailAt, cuts)
 		}
 	}
-	oneAcks.mu.Lock()
 	lostOne := 0
-	for v, off := range oneAcks.offset {
+	for v, off := range oneAcks.Offsets() {
 		if got[off] != v {
 			lostOne++
 		}
 	}
-	nOne, failedOne := len(oneAcks.offset), len(oneAcks.failed)
-	oneAcks.mu.Unlock()
+	nOne, failedOne := oneAcks.Count(), len(oneAcks.Failed())
 	walkBacks := 0
 	for _, b := range c.Nodes {
 		if u := logLines(b, 0, "unclean leader election"); len(u) > 0 {

@@ -52,23 +52,20 @@ func TestKillLeaderDuringAcksAllStream(t *testing.T) {
 	c := harness.StartCluster(t, 3)
 	const topic = "kill-leader"
 	createTopic(t, c, topic, 1, 3, minISR2())
-	acks := newAckLog()
-	done, flush := franzProducer(t, c, topic, streamRecords, time.Millisecond, acks)
+	acks := harness.StartAckStream(t, c, harness.StreamConfig{Topic: topic, Records: streamRecords, Pace: time.Millisecond})
 
-	acks.waitAcks(t, streamRecords/4, 2*time.Minute, "acks before the kill")
+	acks.WaitAcks(t, streamRecords/4, 2*time.Minute, "acks before the kill")
 	leader := c.Leader(topic, 0, opTimeout)
-	atKill := acks.count()
+	atKill := acks.Count()
 	killed := time.Now()
 	leader.Kill()
-	acks.waitAcks(t, atKill+1, 2*time.Minute, "the first acknowledgement after the leader's kill")
+	acks.WaitAcks(t, atKill+1, 2*time.Minute, "the first acknowledgement after the leader's kill")
 	t.Logf("leader %s killed with %d records acknowledged; first acknowledgement after it %v later",
 		leader.Addr, atKill, time.Since(killed).Round(10*time.Millisecond))
-	<-done
-	flush()
-	if len(acks.failed) > 0 {
-		t.Fatalf("%d records failed, first: %s", len(acks.failed), acks.failed[0])
-	}
-	if n := checkExactlyOnce(t, c, survivors(c, leader), topic, acks); n != streamRecords {
+	<-acks.Done()
+	acks.Finish()
+	acks.RequireNoFailures(t, "the producer")
+	if n := harness.CheckExactlyOnce(t, survivors(c, leader), topic, 0, 0, acks.AckLog); n != streamRecords {
 		t.Fatalf("%d records stored, want %d", n, streamRecords)
 	}
 
@@ -89,7 +86,7 @@ func TestKillLeaderDuringLibrdkafkaStream(t *testing.T) {
 	c := harness.StartCluster(t, 3)
 	const topic = "kill-leader-rdkafka"
 	createTopic(t, c, topic, 1, 3, minISR2())
-	acks := newAckLog()
+	acks := harness.NewAckLog()
 	cmd := exec.Command(python, "../idempotence/testdata/idem_producer.py",
 		strings.Join(c.Bootstrap(), ","), topic, strconv.Itoa(streamRecords), "1")
 	stdout, err := cmd.StdoutPipe()
@@ -110,23 +107,23 @@ func TestKillLeaderDuringLibrdkafkaStream(t *testing.T) {
 			if len(f) == 3 && f[0] == "ack" {
 				off, err := strconv.ParseInt(f[1], 10, 64)
 				if err != nil {
-					acks.fail(sc.Text())
+					acks.Fail(sc.Text())
 					continue
 				}
-				acks.ack(f[2], off)
+				acks.Ack(f[2], off)
 				continue
 			}
-			acks.fail(sc.Text())
+			acks.Fail(sc.Text())
 		}
 		exited <- cmd.Wait()
 	}()
 
-	acks.waitAcks(t, streamRecords/4, 2*time.Minute, "acks before the kill")
+	acks.WaitAcks(t, streamRecords/4, 2*time.Minute, "acks before the kill")
 	leader := c.Leader(topic, 0, opTimeout)
-	atKill := acks.count()
+	atKill := acks.Count()
 	killed := time.Now()
 	leader.Kill()
-	acks.waitAcks(t, atKill+1, 2*time.Minute, "the first acknowledgement after the leader's kill")
+	acks.WaitAcks(t, atKill+1, 2*time.Minute, "the first acknowledgement after the leader's kill")
 	t.Logf("leader %s killed with %d records acknowledged; first acknowledgement after it %v later",
 		leader.Addr, atKill, time.Since(killed).Round(10*time.Millisecond))
 	select {
@@ -135,15 +132,13 @@ func TestKillLeaderDuringLibrdkafkaStream(t *testing.T) {
 			t.Fatalf("producer failed: %v\n%s", err, stderr.String())
 		}
 	case <-time.After(4 * time.Minute):
-		t.Fatalf("producer did not finish; %d acknowledged\n%s", acks.count(), stderr.String())
+		t.Fatalf("producer did not finish; %d acknowledged\n%s", acks.Count(), stderr.String())
 	}
-	if len(acks.failed) > 0 {
-		t.Fatalf("%d producer problems, first: %s", len(acks.failed), acks.failed[0])
-	}
-	if n := acks.count(); n != streamRecords {
+	acks.RequireNoFailures(t, "the producer")
+	if n := acks.Count(); n != streamRecords {
 		t.Fatalf("%d of %d records acknowledged", n, streamRecords)
 	}
-	if n := checkExactlyOnce(t, c, survivors(c, leader), topic, acks); n != streamRecords {
+	if n := harness.CheckExactlyOnce(t, survivors(c, leader), topic, 0, 0, acks); n != streamRecords {
 		t.Fatalf("%d records stored, want %d", n, streamRecords)
 	}
 }

@@ -36,8 +36,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	stopMonitor := monitorCommits(t, c, group, topic, partitions, log)
 	prod := c.Client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordDeliveryTimeout(2*time.Minute))
-	produced := newAckLog()
-	stopProducer := streamTo(t, prod, topic, "r", 2*time.Millisecond, produced)
+	producer := harness.StartAckStream(t, c, harness.StreamConfig{Topic: topic, Prefix: "r", Pace: 2 * time.Millisecond, Client: prod})
 	for i := range 2 {
 		startFranzMember(t, c, fmt.Sprintf("franz-%d", i), group, topic, log)
 	}
@@ -87,7 +86,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	for p := range int32(partitions) {
 		c.WaitFullISR(topic, p, 2*time.Minute)
 	}
-	stopProducer()
+	producer.Stop()
 	ends := endOffsets(t, c, topic)
 	harness.WaitFor(t, 2*time.Minute, "the group to commit the end of every partition", func() bool {
 		last := map[int32]int64{}

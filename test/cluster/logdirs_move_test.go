@@ -86,19 +86,16 @@ func TestAlterReplicaLogDirs(t *testing.T) {
 		t.Fatalf("move to the dir it is in: %v", kerr.ErrorForCode(code))
 	}
 
-	acks := newAckLog()
-	done, flush := franzProducer(t, c, topic, 1500, time.Millisecond, acks)
-	acks.waitAcks(t, 300, 2*time.Minute, "acks before the move")
+	acks := harness.StartAckStream(t, c, harness.StreamConfig{Topic: topic, Records: 1500, Pace: time.Millisecond})
+	acks.WaitAcks(t, 300, 2*time.Minute, "acks before the move")
 	if code := alterDir(t, cl, to, topic); code != 0 {
 		t.Fatalf("move: %v", kerr.ErrorForCode(code))
 	}
 	harness.WaitFor(t, opTimeout, "mv-0 to be served from "+to, func() bool { return replicaDir(t, cl, topic) == to })
-	<-done
-	flush()
-	if len(acks.failed) > 0 {
-		t.Fatalf("%d records failed, first: %s", len(acks.failed), acks.failed[0])
-	}
-	if n := checkExactlyOnce(t, c, []string{b.Addr}, topic, acks); n < 1500 {
+	<-acks.Done()
+	acks.Finish()
+	acks.RequireNoFailures(t, "the producer")
+	if n := harness.CheckExactlyOnce(t, []string{b.Addr}, topic, 0, 0, acks.AckLog); n < 1500 {
 		t.Fatalf("%d records stored, want 1500", n)
 	}
 	b.Stop()
@@ -107,5 +104,5 @@ func TestAlterReplicaLogDirs(t *testing.T) {
 	if got := replicaDir(t, rawClient(t, b), topic); got != to {
 		t.Fatalf("after a restart mv-0 is in %q, want %s", got, to)
 	}
-	checkExactlyOnce(t, c, []string{b.Addr}, topic, acks)
+	harness.CheckExactlyOnce(t, []string{b.Addr}, topic, 0, 0, acks.AckLog)
 }

@@ -62,8 +62,8 @@ func pausedFollower(t *testing.T, exit isrExit, pauseController bool, overrides 
 	replicas := append([]int32{leader}, otherNodes(3, leader)...)
 	createAssignedTopic(t, c, topic, [][]int32{replicas}, minISR2())
 
-	s := startAckStream(t, c, topic, 2*time.Millisecond)
-	s.waitAcks(500, 2*time.Minute, "acks before the pause")
+	s := harness.StartAckStream(t, c, harness.StreamConfig{Topic: topic, Pace: 2 * time.Millisecond})
+	s.WaitAcks(t, 500, 2*time.Minute, "acks before the pause")
 
 	// Choose the follower now: the controller may have moved since.
 	ctrl = c.AgreedController(opTimeout)
@@ -82,7 +82,7 @@ func pausedFollower(t *testing.T, exit isrExit, pauseController bool, overrides 
 	// The metadata keeps the ISR in replica order.
 	kept := slices.DeleteFunc(slices.Clone(replicas), func(id int32) bool { return id == victim })
 	since := logEnds(c)
-	atPause := s.acks.count()
+	atPause := s.Count()
 	pausedAt := time.Now()
 	pauseNode(t, c.Node(victim))
 
@@ -91,10 +91,10 @@ func pausedFollower(t *testing.T, exit isrExit, pauseController bool, overrides 
 		return slices.Equal(st.ISR, kept)
 	})
 	shrunkAt := time.Now()
-	atShrink := s.acks.count()
+	atShrink := s.Count()
 	// acks=all goes on without the paused follower.
-	s.waitAcks(atShrink+500, 2*time.Minute, "acks while the follower is paused and out of the ISR")
-	resumedAt, atResume := time.Now(), s.acks.count()
+	s.WaitAcks(t, atShrink+500, 2*time.Minute, "acks while the follower is paused and out of the ISR")
+	resumedAt, atResume := time.Now(), s.Count()
 	c.Node(victim).Resume()
 
 	// Which mechanism took it out. The controller logs a fencing before
@@ -131,17 +131,17 @@ func pausedFollower(t *testing.T, exit isrExit, pauseController bool, overrides 
 	if st.Leader != leader {
 		t.Fatalf("leader moved from %d to %d, though it was never stopped", leader, st.Leader)
 	}
-	s.waitMore(200, 2*time.Minute, "acks after the follower rejoined")
-	sent := s.finish()
-	if n := checkExactlyOnce(t, c, c.Bootstrap(), topic, s.acks); n != sent {
+	s.WaitMore(t, 200, 2*time.Minute, "acks after the follower rejoined")
+	sent := s.Finish()
+	if n := s.CheckExactlyOnce(c.Bootstrap(), 0); n != sent {
 		t.Fatalf("%d records stored, %d sent", n, sent)
 	}
 	batches := waitSameLogs(t, c, topic, 0)
-	stall, _ := s.longestGap(pausedAt, resumedAt)
+	stall, _ := s.LongestGap(pausedAt, resumedAt)
 	t.Logf("paused follower %d (controller %v) of leader %d with %d acknowledged; out of the ISR after %v by %s; "+
 		"%d acks while paused (%d after the shrink was seen), longest stall %v; rejoined %v after SIGCONT; %d records, %d batches, logs identical",
 		victim, victim == ctrl, leader, atPause, shrunkAt.Sub(pausedAt).Round(10*time.Millisecond), how,
-		s.acksBetween(pausedAt, resumedAt), atResume-atShrink, stall.Round(10*time.Millisecond),
+		s.AcksBetween(pausedAt, resumedAt), atResume-atShrink, stall.Round(10*time.Millisecond),
 		rejoinedAt.Sub(resumedAt).Round(10*time.Millisecond), sent, len(batches))
 }
 
@@ -164,10 +164,10 @@ func TestPausedLeaderIsReplaced(t *testing.T) {
 	ctrl := c.AgreedController(opTimeout)
 	leader := otherNodes(3, ctrl)[0]
 	createAssignedTopic(t, c, topic, [][]int32{append([]int32{leader}, otherNodes(3, leader)...)}, minISR2())
-	s := startAckStream(t, c, topic, 2*time.Millisecond,
+	s := harness.StartAckStream(t, c, harness.StreamConfig{Topic: topic, Pace: 2 * time.Millisecond},
 		kgo.RequestTimeoutOverhead(time.Second), kgo.ProduceRequestTimeout(2*time.Second),
 		kgo.MetadataMinAge(250*time.Millisecond))
-	s.waitAcks(500, 2*time.Minute, "acks before the pause")
+	s.WaitAcks(t, 500, 2*time.Minute, "acks before the pause")
 
 	old := c.Node(leader)
 	since := logEnds(c)
@@ -177,7 +177,7 @@ func TestPausedLeaderIsReplaced(t *testing.T) {
 		return st.Leader > 0 && st.Leader != leader
 	})
 	electedAt := time.Now()
-	s.waitMore(500, 2*time.Minute, "acks on the new leader")
+	s.WaitMore(t, 500, 2*time.Minute, "acks on the new leader")
 	resumedAt := time.Now()
 	old.Resume()
 
@@ -188,14 +188,14 @@ func TestPausedLeaderIsReplaced(t *testing.T) {
 		return now.LeaderEpoch >= st.LeaderEpoch && now.Leader != leader && fullISR(now)
 	})
 	rejoinedAt := time.Now()
-	s.waitMore(300, 2*time.Minute, "acks after the old leader rejoined")
-	sent := s.finish()
-	if n := checkExactlyOnce(t, c, c.Bootstrap(), topic, s.acks); n != sent {
+	s.WaitMore(t, 300, 2*time.Minute, "acks after the old leader rejoined")
+	sent := s.Finish()
+	if n := s.CheckExactlyOnce(c.Bootstrap(), 0); n != sent {
 		t.Fatalf("%d records stored, %d sent", n, sent)
 	}
 	batches := waitSameLogs(t, c, topic, 0)
 	truncated := logLines(old, since[leader-1], "truncated by leader epoch")
-	stall, _ := s.longestGap(pausedAt, resumedAt)
+	stall, _ := s.LongestGap(pausedAt, resumedAt)
 	t.Logf("leader %d paused; %d leads (epoch %d) %v later; longest stall %v; rejoined %v after SIGCONT as a follower, truncations logged: %d %q; %d records, %d batches, logs identical",
 		leader, st.Leader, st.LeaderEpoch, electedAt.Sub(pausedAt).Round(10*time.Millisecond), stall.Round(10*time.Millisecond),
 		rejoinedAt.Sub(resumedAt).Round(10*time.Millisecond), len(truncated), truncated, sent, len(batches))

@@ -34,8 +34,8 @@ func TestRollingRestartControlledShutdown(t *testing.T) {
 	createTopic(t, c, topic, 1, 3, minISR2())
 	// Metadata at most 250 ms old: a producer told NOT_LEADER_OR_FOLLOWER
 	// finds the new leader at once rather than after franz-go's 5 s.
-	s := startAckStream(t, c, topic, 2*time.Millisecond, kgo.MetadataMinAge(250*time.Millisecond))
-	s.waitAcks(500, 2*time.Minute, "acks before the first restart")
+	s := harness.StartAckStream(t, c, harness.StreamConfig{Topic: topic, Pace: 2 * time.Millisecond}, kgo.MetadataMinAge(250*time.Millisecond))
+	s.WaitAcks(t, 500, 2*time.Minute, "acks before the first restart")
 
 	streamStart := time.Now()
 	var worst time.Duration
@@ -54,23 +54,23 @@ func TestRollingRestartControlledShutdown(t *testing.T) {
 			t.Fatalf("node %d did not log one \"controlled shutdown done\" when stopped:\n%s", id, tailOf(b.Output(), 6000))
 		}
 		// acks=all goes on with the two others.
-		s.waitMore(300, 2*time.Minute, "acks while a node is stopped")
+		s.WaitMore(t, 300, 2*time.Minute, "acks while a node is stopped")
 		b.Restart()
 		waitEveryNode(t, c, topic, 0, 2*time.Minute, "a full ISR", fullISR)
 		back := time.Now()
-		s.waitMore(300, 2*time.Minute, "acks after the node is back")
-		gap, _ := s.longestGap(stopAt, time.Now())
+		s.WaitMore(t, 300, 2*time.Minute, "acks after the node is back")
+		gap, _ := s.LongestGap(stopAt, time.Now())
 		worst = max(worst, gap)
 		t.Logf("node %d (led: %v) stopped in %v (%s); full ISR %v after its restart; longest ack gap around it %v",
 			id, before.Leader == id, stopped.Sub(stopAt).Round(10*time.Millisecond), done[0],
 			back.Sub(stopped).Round(10*time.Millisecond), gap.Round(time.Millisecond))
 	}
-	sent := s.finish()
-	if n := checkExactlyOnce(t, c, c.Bootstrap(), topic, s.acks); n != sent {
+	sent := s.Finish()
+	if n := s.CheckExactlyOnce(c.Bootstrap(), 0); n != sent {
 		t.Fatalf("%d records stored, %d sent", n, sent)
 	}
 	batches := waitSameLogs(t, c, topic, 0)
-	overall, _ := s.longestGap(streamStart, time.Now())
+	overall, _ := s.LongestGap(streamStart, time.Now())
 	t.Logf("%d records in %d batches, none failed; longest gap between acks during the rolling restart %v (session timeout %v)",
 		sent, len(batches), overall.Round(time.Millisecond), rollingSessionTimeout)
 	if worst >= rollingSessionTimeout {
@@ -100,8 +100,8 @@ func TestPreferredLeaderComesBack(t *testing.T) {
 		})
 	}
 	epoch0 := st.LeaderEpoch
-	s := startAckStream(t, c, topic, 2*time.Millisecond, kgo.MetadataMinAge(250*time.Millisecond))
-	s.waitAcks(500, 2*time.Minute, "acks before the kill")
+	s := harness.StartAckStream(t, c, harness.StreamConfig{Topic: topic, Pace: 2 * time.Millisecond}, kgo.MetadataMinAge(250*time.Millisecond))
+	s.WaitAcks(t, 500, 2*time.Minute, "acks before the kill")
 
 	b := c.Node(preferred)
 	b.Kill()
@@ -111,7 +111,7 @@ func TestPreferredLeaderComesBack(t *testing.T) {
 	})
 	interim, interimAt := st.Leader, time.Now()
 	// Records the restarted replica does not have: it must catch up.
-	s.waitMore(500, 2*time.Minute, "acks on the interim leader")
+	s.WaitMore(t, 500, 2*time.Minute, "acks on the interim leader")
 
 	since := logEnds(c)
 	b.Restart()
@@ -140,9 +140,9 @@ func TestPreferredLeaderComesBack(t *testing.T) {
 		}
 		return false
 	})
-	s.waitMore(300, 2*time.Minute, "acks on the preferred leader again")
-	sent := s.finish()
-	if n := checkExactlyOnce(t, c, c.Bootstrap(), topic, s.acks); n != sent {
+	s.WaitMore(t, 300, 2*time.Minute, "acks on the preferred leader again")
+	sent := s.Finish()
+	if n := s.CheckExactlyOnce(c.Bootstrap(), 0); n != sent {
 		t.Fatalf("%d records stored, %d sent", n, sent)
 	}
 	batches := waitSameLogs(t, c, topic, 0)
@@ -150,7 +150,7 @@ func TestPreferredLeaderComesBack(t *testing.T) {
 		"longest ack gap at the kill %v, at the hand-back %v; %d records, %d batches, logs identical",
 		preferred, interim, interimAt.Sub(killedAt).Round(10*time.Millisecond),
 		inISRAt.Sub(restartedAt).Round(10*time.Millisecond), backAt.Sub(restartedAt).Round(10*time.Millisecond), epoch0, st.LeaderEpoch,
-		gapRound(s.longestGap(killedAt, restartedAt)), gapRound(s.longestGap(restartedAt, time.Now())), sent, len(batches))
+		gapRound(s.LongestGap(killedAt, restartedAt)), gapRound(s.LongestGap(restartedAt, time.Now())), sent, len(batches))
 }
 
 func gapRound(d time.Duration, _ time.Time) time.Duration { return d.Round(time.Millisecond) }

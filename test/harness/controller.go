@@ -1,36 +1,19 @@
 package harness
 
 import (
-	"context"
-	"net"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ControllerSeenBy is the active controller named in addr's Metadata
 // answer (a node that knows none names itself).
 func ControllerSeenBy(addr string) (int32, error) {
-	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	resp, err := metadataOf(addr, []kmsg.MetadataRequestTopic{}) // no topics: brokers and controller only
 	if err != nil {
 		return -1, err
 	}
-	conn.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
-	if err != nil {
-		return -1, err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	req.Topics = []kmsg.MetadataRequestTopic{} // none: brokers and controller only
-	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
-	if err != nil {
-		return -1, err
-	}
-	return resp.(*kmsg.MetadataResponse).ControllerID, nil
+	return resp.ControllerID, nil
 }
 
 // AgreedController waits until every running node's Metadata answer names

@@ -18,10 +18,10 @@ import (
 func TestReassignCLI(t *testing.T) {
 	c := harness.StartCluster(t, 3)
 	const topic = "cli"
-	createAssigned(t, c, topic, [][]int32{{1, 2}, {2, 3}, {3, 1}}, nil)
+	c.CreateAssignedTopic(topic, [][]int32{{1, 2}, {2, 3}, {3, 1}}, nil, opTimeout)
 	fill(t, c, topic, []int32{0}, 200, 10000) // 2 MB: slow at the throttle below
 	b4 := c.AddBrokerOnly()
-	waitBrokerLive(t, c, 4)
+	c.WaitBrokerLive(4, opTimeout)
 	n1 := c.Node(1)
 
 	out := mustWeir(t, n1, opTimeout, "topic", "reassign", "--generate", "--topics", topic, "--broker-list", "1,2,3,4")

@@ -31,7 +31,7 @@ func alterReq(version int16, allowRF bool, topic string, targets map[int32][]int
 // ListPartitionReassignments leaves out unknown topics and partitions.
 func TestReassignBadRequests(t *testing.T) {
 	c := harness.StartCluster(t, 3)
-	createAssigned(t, c, "bad", [][]int32{{1, 2}, {2, 3}}, nil)
+	c.CreateAssignedTopic("bad", [][]int32{{1, 2}, {2, 3}}, nil, opTimeout)
 	cases := []struct {
 		name    string
 		version int16

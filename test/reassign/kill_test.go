@@ -41,13 +41,13 @@ func stillMoving(t *testing.T, c *harness.Cluster, topic string, p int32, when s
 func TestReassignSurvivesKills(t *testing.T) {
 	c := harness.StartCluster(t, 3)
 	const topic = "kills"
-	createAssigned(t, c, topic, [][]int32{{1, 2, 3}}, minISR2())
+	c.CreateAssignedTopic(topic, [][]int32{{1, 2, 3}}, minISR2(), opTimeout)
 	fill(t, c, topic, []int32{0}, 300, 10000) // ~3 MB to copy
 	base := int64(300)
-	s := startStreamAt(t, c, topic, 0, base, 2*time.Millisecond)
-	s.waitMore(200, opTimeout, "before the move")
+	s := harness.StartAckStream(t, c, harness.StreamConfig{Topic: topic, Pace: 2 * time.Millisecond})
+	s.WaitMore(t, 200, opTimeout, "before the move")
 	b4 := c.AddBrokerOnly()
-	waitBrokerLive(t, c, 4)
+	c.WaitBrokerLive(4, opTimeout)
 	// 100 KB/s: the 3 MB cannot be copied in less than about 20 s.
 	plan := planFile(t, []move{{topic, 0, []int32{2, 3, 4}}})
 	mustWeir(t, c.Node(2), opTimeout, "topic", "reassign", "--execute", "--reassignment-json-file", plan, "--throttle", "100000")
@@ -57,7 +57,7 @@ func TestReassignSurvivesKills(t *testing.T) {
 
 	b4.Kill()
 	stillMoving(t, c, topic, 0, "adding replica killed")
-	s.waitMore(200, opTimeout, "after the adding replica's kill")
+	s.WaitMore(t, 200, opTimeout, "after the adding replica's kill")
 
 	// The leader (broker 1, the replica the move removes, unless a missed
 	// heartbeat moved the leadership before).
@@ -69,7 +69,7 @@ func TestReassignSurvivesKills(t *testing.T) {
 	c.Node(leader).Kill()
 	c.WaitPartition(topic, 0, opTimeout, "a new leader", func(st harness.PartitionState) bool { return st.Leader > 0 && st.Leader != leader })
 	stillMoving(t, c, topic, 0, fmt.Sprintf("leader %d killed", leader))
-	s.waitMore(200, opTimeout, "after the leader's kill")
+	s.WaitMore(t, 200, opTimeout, "after the leader's kill")
 	c.Node(leader).Restart()
 	c.WaitPartition(topic, 0, opTimeout, "the old leader back in the ISR", func(st harness.PartitionState) bool { return len(st.ISR) == 3 })
 
@@ -77,7 +77,7 @@ func TestReassignSurvivesKills(t *testing.T) {
 	c.Node(ctrl).Kill()
 	next := c.AgreedController(opTimeout, ctrl)
 	stillMoving(t, c, topic, 0, fmt.Sprintf("controller %d killed", ctrl))
-	s.waitMore(200, opTimeout, "after the controller's kill")
+	s.WaitMore(t, 200, opTimeout, "after the controller's kill")
 	t.Logf("controller %d killed, %d took over", ctrl, next)
 	c.Node(ctrl).Restart()
 	c.WaitPartition(topic, 0, opTimeout, "every live replica in the ISR", func(st harness.PartitionState) bool { return len(st.ISR) == 3 })
@@ -100,8 +100,9 @@ func TestReassignSurvivesKills(t *testing.T) {
 	if !strings.Contains(out, "is completed") {
 		t.Fatalf("--verify:\n%s", out)
 	}
-	s.waitMore(200, opTimeout, "after the move")
-	gap := s.finish()
-	n := s.checkExactlyOnce([]string{c.Node(2).Addr, c.Node(3).Addr, c.Node(4).Addr}, topic)
+	s.WaitMore(t, 200, opTimeout, "after the move")
+	s.Finish()
+	gap := s.MaxGap()
+	n := s.CheckExactlyOnce([]string{c.Node(2).Addr, c.Node(3).Addr, c.Node(4).Addr}, base)
 	t.Logf("%d records, each read back once in order; longest gap between acknowledgements %v", n, gap.Round(time.Millisecond))
 }

@@ -28,9 +28,9 @@ func TestReassignUnderLibrdkafkaStream(t *testing.T) {
 	}
 	c := harness.StartCluster(t, 3)
 	c.AddBrokerOnly()
-	waitBrokerLive(t, c, 4)
+	c.WaitBrokerLive(4, opTimeout)
 	const topic = "move-rdkafka"
-	createAssigned(t, c, topic, [][]int32{{1, 2, 3}}, minISR2())
+	c.CreateAssignedTopic(topic, [][]int32{{1, 2, 3}}, minISR2(), opTimeout)
 
 	stopFile := filepath.Join(t.TempDir(), "stop")
 	cmd := exec.Command(python, "../idempotence/testdata/idem_producer.py",
@@ -45,36 +45,33 @@ func TestReassignUnderLibrdkafkaStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
-	// The acknowledgements go into a stream (without a franz-go client)
-	// so that its waits and its exactly-once check serve here too.
-	s := &stream{t: t, offset: map[string]int64{}}
+	// The acknowledgements go into the harness's log, so that its waits
+	// and its exactly-once check serve here too.
+	acks := harness.NewAckLog()
 	sent := make(chan int, 1)
 	exited := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())
-			s.mu.Lock()
 			switch {
 			case len(f) == 3 && f[0] == "ack":
 				if off, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-					s.offset[f[2]] = off
-					s.ackAt = append(s.ackAt, time.Now())
+					acks.Ack(f[2], off)
 				} else {
-					s.failed = append(s.failed, sc.Text())
+					acks.Fail(sc.Text())
 				}
 			case len(f) == 2 && f[0] == "sent":
 				n, _ := strconv.Atoi(f[1])
 				sent <- n
 			default:
-				s.failed = append(s.failed, sc.Text())
+				acks.Fail(sc.Text())
 			}
-			s.mu.Unlock()
 		}
 		exited <- cmd.Wait()
 	}()
 
-	s.waitMore(300, opTimeout, "before the move")
+	acks.WaitMore(t, 300, opTimeout, "before the move")
 	moves := []move{{topic, 0, []int32{4, 2, 3}}}
 	plan := planFile(t, moves)
 	mustWeir(t, c.Node(2), opTimeout, "topic", "reassign", "--execute", "--reassignment-json-file", plan)
@@ -85,7 +82,7 @@ func TestReassignUnderLibrdkafkaStream(t *testing.T) {
 		t.Fatalf("%s-0 still led by the removed replica 1", topic)
 	}
 	partitionDirGone(t, c.Node(1), topic, 0)
-	s.waitMore(300, opTimeout, "after the move")
+	acks.WaitMore(t, 300, opTimeout, "after the move")
 
 	if err := os.WriteFile(stopFile, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -96,19 +93,14 @@ func TestReassignUnderLibrdkafkaStream(t *testing.T) {
 			t.Fatalf("producer failed: %v\n%s", err, stderr.String())
 		}
 	case <-time.After(4 * time.Minute):
-		t.Fatalf("producer did not finish; %d acknowledged\n%s", s.acked(), stderr.String())
+		t.Fatalf("producer did not finish; %d acknowledged\n%s", acks.Count(), stderr.String())
 	}
-	s.mu.Lock()
-	if len(s.failed) > 0 {
-		s.mu.Unlock()
-		t.Fatalf("%d producer problems, first: %s", len(s.failed), s.failed[0])
-	}
-	s.mu.Unlock()
+	acks.RequireNoFailures(t, "the librdkafka producer")
 	n := <-sent
-	if got := s.acked(); got != n {
+	if got := acks.Count(); got != n {
 		t.Fatalf("%d of %d records acknowledged", got, n)
 	}
-	if got := s.checkExactlyOnce([]string{c.Node(2).Addr, c.Node(3).Addr, c.Node(4).Addr}, topic); got != n {
+	if got := harness.CheckExactlyOnce(t, []string{c.Node(2).Addr, c.Node(3).Addr, c.Node(4).Addr}, topic, 0, 0, acks); got != n {
 		t.Fatalf("%d records read back, %d sent", got, n)
 	}
 	t.Logf("%d records through the move, each read back once in order", n)

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -106,48 +104,6 @@ func proposedPlan(t *testing.T, out, header string) []move {
 	return nil
 }
 
-// createAssigned creates topic with the given replicas per partition and
-// waits until each has a leader and a full ISR.
-func createAssigned(t *testing.T, c *harness.Cluster, topic string, assignment [][]int32, configs map[string]*string) {
-	t.Helper()
-	// Every broker live first: a partition created while its first
-	// replica is still fenced would be led by another one, and the
-	// preferred replica gets the leadership back only minutes later.
-	for i := range c.Nodes {
-		waitBrokerLive(t, c, int32(i+1))
-	}
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = int32(opTimeout / time.Millisecond)
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	for p, replicas := range assignment {
-		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-		a.Partition, a.Replicas = int32(p), replicas
-		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
-	}
-	for k, v := range configs {
-		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
-		cfg.Name, cfg.Value = k, v
-		rt.Configs = append(rt.Configs, cfg)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(harness.Ctx(t, opTimeout), c.Client())
-	if err == nil {
-		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
-	}
-	if err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
-	// The leader is the first replica unless that broker was fenced for a
-	// moment (a loaded machine can miss a heartbeat); tests do not rely on
-	// which replica leads.
-	for p, replicas := range assignment {
-		c.WaitPartition(topic, int32(p), opTimeout, "a leader and a full ISR", func(st harness.PartitionState) bool {
-			return st.Leader >= 0 && len(st.ISR) == len(replicas)
-		})
-	}
-}
-
 func minISR2() map[string]*string {
 	v := "2"
 	return map[string]*string{"min.insync.replicas": &v}
@@ -159,43 +115,6 @@ func waitPlaced(t *testing.T, c *harness.Cluster, topic string, p int32, want []
 	t.Helper()
 	return c.WaitPartition(topic, p, timeout, fmt.Sprintf("replicas %v all in sync", want), func(st harness.PartitionState) bool {
 		return slices.Equal(st.Replicas, want) && len(st.ISR) == len(want) && st.Leader >= 0
-	})
-}
-
-// waitBrokerLive waits until every running node's Metadata lists broker
-// id (live: registered and unfenced).
-func waitBrokerLive(t *testing.T, c *harness.Cluster, id int32) {
-	t.Helper()
-	harness.WaitFor(t, opTimeout, fmt.Sprintf("broker %d in every node's metadata", id), func() bool {
-		for _, b := range c.Nodes {
-			if !b.Running() {
-				continue
-			}
-			conn, err := net.DialTimeout("tcp", b.Addr, 5*time.Second)
-			if err != nil {
-				return false
-			}
-			cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.RequestRetries(0))
-			conn.Close()
-			if err != nil {
-				return false
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			resp, err := cl.SeedBrokers()[0].Request(ctx, kmsg.NewPtrMetadataRequest())
-			cancel()
-			cl.Close()
-			if err != nil {
-				return false
-			}
-			found := false
-			for _, br := range resp.(*kmsg.MetadataResponse).Brokers {
-				found = found || br.NodeID == id
-			}
-			if !found {
-				return false
-			}
-		}
-		return true
 	})
 }
 

@@ -1,169 +1,13 @@
 package reassign
 
 import (
-	"context"
-	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/weir-project/weir/test/harness"
 )
-
-// stream is an idempotent acks=all producer writing "0", "1", ... to
-// partition 0 of a topic, one record every pace, until finished; it keeps
-// every acknowledgement's offset and time.
-type stream struct {
-	t *testing.T
-	// partition is where the values go; base is its log end before the
-	// first one, so "i" belongs at offset base+i.
-	partition int32
-	base      int64
-	cl        *kgo.Client
-	stop      chan struct{}
-	done      chan struct{}
-	sent      int
-
-	mu     sync.Mutex
-	offset map[string]int64
-	ackAt  []time.Time
-	failed []string
-}
-
-func startStream(t *testing.T, c *harness.Cluster, topic string, pace time.Duration) *stream {
-	t.Helper()
-	return startStreamAt(t, c, topic, 0, 0, pace)
-}
-
-// startStreamAt streams to partition, whose log ends at base.
-func startStreamAt(t *testing.T, c *harness.Cluster, topic string, partition int32, base int64, pace time.Duration) *stream {
-	t.Helper()
-	s := &stream{
-		partition: partition, base: base,
-		t: t, stop: make(chan struct{}), done: make(chan struct{}), offset: map[string]int64{},
-		cl: c.Client(
-			kgo.DefaultProduceTopic(topic),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.ProducerLinger(2*time.Millisecond),
-			kgo.RecordDeliveryTimeout(4*time.Minute),
-			kgo.RetryTimeout(4*time.Minute),
-		),
-	}
-	ctx := harness.Ctx(t, 15*time.Minute)
-	go func() {
-		defer close(s.done)
-		tick := time.NewTicker(pace)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-s.stop:
-				s.sent = i
-				return
-			case <-tick.C:
-			}
-			s.cl.Produce(ctx, &kgo.Record{Partition: s.partition, Value: []byte(strconv.Itoa(i))}, func(r *kgo.Record, err error) {
-				s.mu.Lock()
-				defer s.mu.Unlock()
-				if err != nil {
-					s.failed = append(s.failed, fmt.Sprintf("%s: %v", r.Value, err))
-					return
-				}
-				s.offset[string(r.Value)] = r.Offset
-				s.ackAt = append(s.ackAt, time.Now())
-			})
-		}
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-s.stop:
-		default:
-			close(s.stop)
-		}
-		<-s.done
-	})
-	return s
-}
-
-func (s *stream) acked() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.offset)
-}
-
-// waitMore waits for n more acknowledgements than there are now; a failed
-// record fails the test at once.
-func (s *stream) waitMore(n int, timeout time.Duration, what string) {
-	s.t.Helper()
-	want := s.acked() + n
-	harness.WaitFor(s.t, timeout, fmt.Sprintf("%s: %d acknowledgements", what, want), func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if len(s.failed) > 0 {
-			s.t.Fatalf("%s: record failed: %s", what, s.failed[0])
-		}
-		return len(s.offset) >= want
-	})
-}
-
-// finish stops producing, waits for every answer and fails the test if a
-// record failed; it returns the longest time between acknowledgements.
-func (s *stream) finish() time.Duration {
-	s.t.Helper()
-	close(s.stop)
-	<-s.done
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	if err := s.cl.Flush(ctx); err != nil {
-		s.t.Fatalf("flush: %v", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.failed) > 0 {
-		s.t.Fatalf("%d records failed, first: %s", len(s.failed), s.failed[0])
-	}
-	if len(s.offset) != s.sent {
-		s.t.Fatalf("%d of %d records acknowledged", len(s.offset), s.sent)
-	}
-	var gap time.Duration
-	for i := 1; i < len(s.ackAt); i++ {
-		gap = max(gap, s.ackAt[i].Sub(s.ackAt[i-1]))
-	}
-	return gap
-}
-
-// checkExactlyOnce reads the partition back: "0", "1", ... each once, in
-// order, from offset base, every acknowledged value where its ack said.
-func (s *stream) checkExactlyOnce(addrs []string, topic string) int {
-	s.t.Helper()
-	got := harness.PartitionValues(s.t, addrs, topic, s.partition)
-	end := s.base
-	for off := range got {
-		end = max(end, off+1)
-	}
-	for off := s.base; off < end; off++ {
-		if v, ok := got[off]; !ok || v != strconv.FormatInt(off-s.base, 10) {
-			s.t.Fatalf("offset %d holds %q, want %d (a record lost, duplicated or reordered)", off, v, off-s.base)
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for v, off := range s.offset {
-		if got[off] != v {
-			s.t.Fatalf("%s acknowledged at offset %d, the log holds %q there", v, off, got[off])
-		}
-	}
-	n := int(end - s.base)
-	if n < len(s.offset) {
-		s.t.Fatalf("%d records read back, %d acknowledged", n, len(s.offset))
-	}
-	return n
-}
 
 // TestAddBrokerMoveThenDrain: a 3-node cluster under an idempotent
 // acks=all stream gets a 4th broker; a reassignment moves a third of a
@@ -179,10 +23,10 @@ func TestAddBrokerMoveThenDrain(t *testing.T) {
 	for p := range int32(6) {
 		assignment = append(assignment, []int32{p%3 + 1, (p+1)%3 + 1, (p+2)%3 + 1})
 	}
-	createAssigned(t, c, topic, assignment, minISR2())
+	c.CreateAssignedTopic(topic, assignment, minISR2(), opTimeout)
 	fill(t, c, topic, []int32{1, 2, 3, 4, 5}, 200, 100)
-	s := startStream(t, c, topic, 2*time.Millisecond)
-	s.waitMore(300, opTimeout, "before the 4th broker")
+	s := harness.StartAckStream(t, c, harness.StreamConfig{Topic: topic, Pace: 2 * time.Millisecond})
+	s.WaitMore(t, 300, opTimeout, "before the 4th broker")
 
 	b4 := c.AddBrokerOnly()
 	t.Cleanup(func() {
@@ -191,7 +35,7 @@ func TestAddBrokerMoveThenDrain(t *testing.T) {
 			t.Logf("broker 4 log tail:\n%s", out[max(0, len(out)-6000):])
 		}
 	})
-	waitBrokerLive(t, c, 4)
+	c.WaitBrokerLive(4, opTimeout)
 	// A third of the partitions: 0 and 3 (both led by 1) go to 4 in
 	// place of their leader.
 	moves := []move{{topic, 0, []int32{4, 2, 3}}, {topic, 3, []int32{4, 2, 3}}}
@@ -214,7 +58,7 @@ func TestAddBrokerMoveThenDrain(t *testing.T) {
 		}
 		partitionDirGone(t, c.Node(1), topic, m.Partition)
 	}
-	s.waitMore(300, opTimeout, "after the move")
+	s.WaitMore(t, 300, opTimeout, "after the move")
 
 	// Drain broker 1 and stop it.
 	start = time.Now()
@@ -243,12 +87,13 @@ func TestAddBrokerMoveThenDrain(t *testing.T) {
 		waitPlaced(t, c, topic, p, final[p], opTimeout)
 		partitionDirGone(t, c.Node(1), topic, p)
 	}
-	s.waitMore(300, opTimeout, "after the drain")
+	s.WaitMore(t, 300, opTimeout, "after the drain")
 	c.Node(1).Stop()
-	s.waitMore(300, opTimeout, "after broker 1 stopped")
+	s.WaitMore(t, 300, opTimeout, "after broker 1 stopped")
 
-	gap := s.finish()
-	n := s.checkExactlyOnce([]string{c.Node(2).Addr, c.Node(3).Addr, c.Node(4).Addr}, topic)
+	s.Finish()
+	gap := s.MaxGap()
+	n := s.CheckExactlyOnce([]string{c.Node(2).Addr, c.Node(3).Addr, c.Node(4).Addr}, 0)
 	t.Logf("%d records, each read back once in order; longest gap between acknowledgements %v", n, gap.Round(time.Millisecond))
 	// Generous: a leader move costs the client a metadata refresh and a
 	// retry, far below this; the client's delivery timeout is minutes.

@@ -20,14 +20,14 @@ func TestReassignThrottle(t *testing.T) {
 	c := harness.StartCluster(t, 3)
 	const topic = "thr"
 	parts := []int32{0, 1, 2}
-	createAssigned(t, c, topic, [][]int32{{1}, {2}, {3}}, nil)
+	c.CreateAssignedTopic(topic, [][]int32{{1}, {2}, {3}}, nil, opTimeout)
 	fill(t, c, topic, parts, 256, 4000) // ~1 MiB per partition
 	var total int64
 	for i, p := range parts {
 		total += logBytes(c.Node(int32(i+1)).Dir, topic, []int32{p})
 	}
 	b4 := c.AddBrokerOnly()
-	waitBrokerLive(t, c, 4)
+	c.WaitBrokerLive(4, opTimeout)
 	const limit = 256 << 10
 	plan := planFile(t, []move{{topic, 0, []int32{4}}, {topic, 1, []int32{4}}, {topic, 2, []int32{4}}})
 	start := time.Now()

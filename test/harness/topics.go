@@ -1,0 +1,111 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// metadataOf is addr's own Metadata answer (brokers, controller and the
+// given topics; nil topics: all), asked once without retries, so that a
+// test sees what that node believes rather than what a client converged on.
+func metadataOf(addr string, topics []kmsg.MetadataRequestTopic) (*kmsg.MetadataResponse, error) {
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	conn.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = topics
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.MetadataResponse), nil
+}
+
+// WaitBrokerLive waits until every running node's Metadata lists broker
+// id (live: registered and unfenced).
+func (c *Cluster) WaitBrokerLive(id int32, timeout time.Duration) {
+	c.t.Helper()
+	WaitFor(c.t, timeout, fmt.Sprintf("broker %d in every node's metadata", id), func() bool {
+		for _, b := range c.Nodes {
+			if !b.Running() || b.paused() {
+				continue
+			}
+			resp, err := metadataOf(b.Addr, []kmsg.MetadataRequestTopic{})
+			if err != nil {
+				return false
+			}
+			found := false
+			for _, br := range resp.Brokers {
+				found = found || br.NodeID == id
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// CreateAssignedTopic creates a topic whose partition p has the replicas
+// assignment[p] (the first is the preferred leader), with configs, and
+// waits until every partition has a leader and a full ISR. Every broker
+// of the assignment is live first: a partition created while its first
+// replica is still fenced would be led by another one, and the preferred
+// replica gets the leadership back only minutes later.
+func (c *Cluster) CreateAssignedTopic(topic string, assignment [][]int32, configs map[string]*string, timeout time.Duration) {
+	c.t.Helper()
+	live := map[int32]bool{}
+	for _, replicas := range assignment {
+		for _, id := range replicas {
+			if !live[id] {
+				c.WaitBrokerLive(id, timeout)
+				live[id] = true
+			}
+		}
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(timeout / time.Millisecond)
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	for p, replicas := range assignment {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(p), replicas
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
+	for k, v := range configs {
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name, cfg.Value = k, v
+		rt.Configs = append(rt.Configs, cfg)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(Ctx(c.t, timeout), c.Client())
+	if err == nil && len(resp.Topics) != 1 {
+		err = fmt.Errorf("%d topics in the answer", len(resp.Topics))
+	}
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+	}
+	if err != nil {
+		c.t.Fatalf("create topic %s with assignment %v: %v", topic, assignment, err)
+	}
+	for p, replicas := range assignment {
+		c.WaitPartition(topic, int32(p), timeout, "a leader and a full ISR", func(st PartitionState) bool {
+			return st.Leader >= 0 && len(st.ISR) == len(replicas)
+		})
+	}
+}
