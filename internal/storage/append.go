@@ -216,7 +216,9 @@ func (s *segment) write(records []byte, pos int64) (err, cutErr error) {
 		return fmt.Errorf("write %d bytes to %s at %d: %w", len(records), s.logPath(), pos, err), nil
 	}
 	defer s.file.release()
+	s.file.reserveAhead(f, pos, pos+int64(len(records)))
 	if _, err := f.WriteAt(records, pos); err != nil {
+		s.file.reserved = 0 // the cut below frees the reservation
 		if terr := f.Truncate(pos); terr != nil {
 			cutErr = fmt.Errorf("truncate %s to %d after a failed write: %w", s.logPath(), pos, terr)
 		}
@@ -279,6 +281,9 @@ func (l *Log) rollLocked(cfg Config) (*segment, error) {
 	old := l.active()
 	newBase := l.logEnd.Load()
 	old.sealIndexes()
+	if err := old.file.trimReserved(old.size.Load()); err != nil {
+		l.logger.Warn("give back the space reserved past a sealed segment", "segment", old.base, "err", err)
+	}
 	if err := l.syncFromRecoveryPointLocked(true); err != nil {
 		return nil, fmt.Errorf("roll: %w", err)
 	}

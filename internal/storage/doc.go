@@ -98,6 +98,20 @@
 //     no descriptor has seen to one opened after it. Closing an evicted
 //     descriptor loses nothing: the page cache holds the data either way.
 //
+// # Reserved space (reserve.go)
+//
+// Once the active segment passes 1 MiB, each append that passes the space
+// reserved so far first reserves the next 4 MiB past its end with
+// fallocate(FALLOC_FL_KEEP_SIZE): blocks are allocated, the file's size
+// is not changed, so the .log still ends at its last whole batch for
+// readers, recovery and tools. Writes into reserved blocks cost the file
+// system no allocation at write time. The spare blocks (at most 4 MiB per
+// active segment; none for small ones) are given back when the segment is
+// sealed (roll) and at Close by truncating the file to its own size; a
+// truncation frees them as well. After a crash the active segment may
+// keep its spare blocks until its roll; they hold no data and are never
+// read. File systems without the call reserve nothing.
+//
 // # Recovery (OpenLog)
 //
 //  1. Finish interrupted cleaner swaps (see Compaction), then remove

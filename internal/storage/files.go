@@ -45,6 +45,7 @@ type fileCache struct {
 	pins      atomic.Int64 // regions pinned by TryPin and not yet released
 	opened    atomic.Int64 // descriptors opened, for tests and logs
 	evictions atomic.Int64 // descriptors closed to make room
+	noReserve atomic.Bool  // the file system cannot reserve space (reserve.go)
 }
 
 func newFileCache(capacity int) *fileCache {
@@ -65,6 +66,9 @@ type segFile struct {
 	used atomic.Bool             // CLOCK reference bit
 	dead atomic.Bool             // retired: never reopened, closed when idle
 	slot int                     // index in c.ring while open; under c.mu
+	// reserved is where the space reserved ahead of the appender ends
+	// (reserve.go); 0 if none is known. Appender state, under Log.mu.
+	reserved int64
 }
 
 func newSegFile(c *fileCache, path string) *segFile {
@@ -209,6 +213,7 @@ func (h *segFile) truncate(size int64) error {
 	if err := f.Truncate(size); err != nil {
 		return fmt.Errorf("truncate %s to %d: %w", h.name(), size, err)
 	}
+	h.reserved = 0 // a cut frees the blocks past the new end
 	return nil
 }
 

@@ -327,6 +327,9 @@ func (l *Log) Close() error {
 	}
 	act := l.active()
 	act.sealIndexes()
+	if err := act.file.trimReserved(act.size.Load()); err != nil {
+		errs = append(errs, fmt.Errorf("give back the space reserved past %s: %w", act.logPath(), err))
+	}
 	if err := act.offIdx.Flush(); err != nil {
 		errs = append(errs, fmt.Errorf("flush offset index of %s: %w", act.logPath(), err))
 	}
