@@ -52,11 +52,17 @@ func checkRecord(b []byte, want int32) (n int, ok bool) {
 	return total, len(r) == 0
 }
 
-// fastVarint32 is varint32 with the one-byte case inline.
+// fastVarint32 is varint32 with the one- and two-byte cases inline: the
+// lengths of records and values up to 8 KiB, the common sizes, take two.
+// Like binary.Varint it accepts an overlong encoding (a zero last byte).
 func fastVarint32(b []byte) (int32, int, bool) {
 	if len(b) > 0 && b[0] < 0x80 {
 		u := int32(b[0])
 		return (u >> 1) ^ -(u & 1), 1, true
+	}
+	if len(b) > 1 && b[1] < 0x80 {
+		u := int32(b[0]&0x7f) | int32(b[1])<<7
+		return (u >> 1) ^ -(u & 1), 2, true
 	}
 	v, n, err := varint32(b)
 	return v, n, err == nil
