@@ -81,6 +81,38 @@ func TestMetricsReplicationTimesAndBytes(t *testing.T) {
 			t.Errorf("follower %d counts %v replicated bytes as producers' bytes in", node.NodeID(), got)
 		}
 	}
+
+	// A group commit waits for __consumer_offsets' followers the same
+	// way: remote time on its coordinator, whichever node that is.
+	commitsBefore, _, _ := tally.get()
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 1, LeaderEpoch: -1})
+	if r, err := kadm.NewClient(cl).CommitOffsets(ctx, "replicated-group", offs); err != nil || r.Error() != nil {
+		t.Fatalf("commit: %v %v", err, r.Error())
+	}
+	// Every OffsetCommit answered (a first one may be refused while the
+	// coordinator loads) is counted on some node: wait for all of them.
+	commitsAfter, _, _ := tally.get()
+	sentCommits := float64(commitsAfter[8] - commitsBefore[8])
+	var commits requestTimes
+	harness.WaitFor(t, 30*time.Second, "the commits counted", func() bool {
+		commits = requestTimes{counts: make([]float64, len(requestTimeSeries))}
+		for _, node := range c.Nodes {
+			ns := scrapeMetrics(t, node.MetricsURL).requestTimes("OffsetCommit")
+			commits.count += ns.count
+			commits.total, commits.queue, commits.local = commits.total+ns.total, commits.queue+ns.queue, commits.local+ns.local
+			commits.remote, commits.send = commits.remote+ns.remote, commits.send+ns.send
+			for i := range ns.counts {
+				commits.counts[i] += ns.counts[i]
+			}
+		}
+		return commits.settled(sentCommits)
+	})
+	checkAddsUp(t, "OffsetCommit", commits)
+	if commits.remote <= 0 {
+		t.Errorf("%v commits to a three-replica __consumer_offsets spent remote time %vs", commits.count, commits.remote)
+	}
+
 	s := scrapeMetrics(t, leader.MetricsURL)
 	if got := s.value("kafka_server_brokertopicmetrics_replicationbytesout_total", label); got < 2*in {
 		t.Errorf("leader sent %v bytes to two followers of a %v-byte log", got, in)
