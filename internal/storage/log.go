@@ -161,8 +161,8 @@ type Log struct {
 }
 
 // FlushObserver is told how long each fsync of a segment took, as Kafka
-// times LogFlushRateAndTimeMs (the broker's metrics). It is called with
-// the log's lock held, so it must be quick.
+// times LogFlushRateAndTimeMs (the broker's metrics). It may be called
+// with the log's lock held, so it must be quick.
 type FlushObserver interface {
 	LogFlushed(d time.Duration)
 }
