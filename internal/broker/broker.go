@@ -252,7 +252,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	defer func() { err = errors.Join(err, b.clientSrv.Close()) }()
 
-	b.logs, err = storage.OpenManager(opts.Storage, logger.With("component", "storage"))
+	storageCfg := opts.Storage
+	storageCfg.FlushObserver = b.storageObserver()
+	b.logs, err = storage.OpenManager(storageCfg, logger.With("component", "storage"))
 	if err != nil {
 		return fmt.Errorf("open logs: %w", err)
 	}
@@ -329,7 +331,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 	})
 	defer b.ctrl.Close()
 	b.producerIDs = txn.NewProducerIDs(producerIDSource{b}, txn.DefaultBlockSize)
-	b.fetchers = replication.New(opts.Replication, &replication.KgoDialer{Resolve: b.brokerAddr, LocalID: opts.NodeID}, logger)
+	replCfg := opts.Replication
+	replCfg.Observer = b.replicationObserver()
+	b.fetchers = replication.New(replCfg, &replication.KgoDialer{Resolve: b.brokerAddr, LocalID: opts.NodeID}, logger)
 	defer b.fetchers.Close()
 
 	// The controller side serves from the start: the quorum elects its

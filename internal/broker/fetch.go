@@ -80,9 +80,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.
 		}
 	}
 	b.addLeaderEndpoints(resp, f.leaderHints)
-	if f.replicaID < 0 {
-		b.countFetched(&f)
-	}
+	b.countFetched(&f)
 	if len(f.out.regions) == 0 {
 		return resp, nil
 	}
@@ -153,13 +151,7 @@ func (f *fetchState) wait(ctx context.Context, timeout time.Duration) bool {
 	defer f.b.waitingFetches.Add(-1)
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	select {
-	case <-f.waiter.C():
-		return true
-	case <-timer.C:
-	case <-ctx.Done():
-	}
-	return false
+	return f.waiter.Wait(ctx, timer.C)
 }
 
 // fill (re)builds the response topics. It returns the bytes gathered and

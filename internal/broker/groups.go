@@ -236,7 +236,7 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, req *kmsg.OffsetCommitR
 			})
 		}
 	}
-	errs := b.groups.CommitOffsets(cr)
+	errs := b.groups.CommitOffsets(ctx, cr)
 	i := 0
 	for _, g := range topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()

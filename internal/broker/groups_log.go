@@ -119,10 +119,8 @@ func (l offsetsLog) AwaitCommit(ctx context.Context, p int32, a group.Appended) 
 		if done {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
+		if !w.Wait(ctx, nil) {
 			return fmt.Errorf("wait for %s-%d to commit offset %d: %w", offsetsTopic, p, a.LastOffset, ctx.Err())
-		case <-w.C():
 		}
 	}
 }

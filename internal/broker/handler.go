@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-project/weir/internal/controller"
+	"github.com/weir-project/weir/internal/replica"
 	"github.com/weir-project/weir/internal/server"
 )
 
@@ -76,6 +77,9 @@ func apiVersions() map[int16][2]int16 {
 
 // Handle serves one request; it implements server.Handler.
 func (b *Broker) Handle(ctx context.Context, rc *server.RequestContext, req kmsg.Request) (kmsg.Response, error) {
+	// The handlers' waits (acks=-1, long polls, group commits) are told
+	// to rc, which counts them as the request's remote time.
+	ctx = replica.WithWaitClock(ctx, rc)
 	onController := rc.Listener == b.opts.ControllerListener
 	if resp, ok, err := b.handleOps(ctx, onController, req); ok {
 		return resp, err

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/weir-project/weir/internal/metadata"
 	"github.com/weir-project/weir/internal/metrics"
+	"github.com/weir-project/weir/internal/replication"
 	"github.com/weir-project/weir/internal/server"
 	"github.com/weir-project/weir/internal/storage"
 )
@@ -20,12 +22,17 @@ type MetricsOptions struct {
 }
 
 // eventObserver is told of the events the counters count, each at the
-// one place that sees it: appends in produce.go, consumer fetch responses
-// in fetch.go, committed ISR changes in cluster.go.
+// one place that sees it: appends in produce.go, fetch responses in
+// fetch.go (consumers' and followers' apart), committed ISR changes in
+// cluster.go; followers' appends in package replication and log flushes
+// in package storage, through their own observer interfaces.
 type eventObserver interface {
 	Produced(topic string, bytes, records int64)
 	Fetched(topic string, bytes int64)
+	ReplicatedOut(topic string, bytes int64)
 	ISRChanged(before, after int)
+	replication.Observer
+	storage.FlushObserver
 }
 
 // noEvents is the observer when metrics are off.
@@ -33,12 +40,32 @@ type noEvents struct{}
 
 func (noEvents) Produced(string, int64, int64) {}
 func (noEvents) Fetched(string, int64)         {}
+func (noEvents) ReplicatedOut(string, int64)   {}
 func (noEvents) ISRChanged(int, int)           {}
+func (noEvents) ReplicatedIn(string, int64)    {}
+func (noEvents) LogFlushed(time.Duration)      {}
 
 // events is the broker's observer (never nil).
 func (b *Broker) events() eventObserver {
 	if b.obs == nil {
 		return noEvents{}
+	}
+	return b.obs
+}
+
+// storageObserver and replicationObserver are the observers the storage
+// and replication packages are given: none when metrics are off, so that
+// they do not even time what nobody counts.
+func (b *Broker) storageObserver() storage.FlushObserver {
+	if b.obs == nil {
+		return nil
+	}
+	return b.obs
+}
+
+func (b *Broker) replicationObserver() replication.Observer {
+	if b.obs == nil {
+		return nil
 	}
 	return b.obs
 }
@@ -132,6 +159,9 @@ func (b *Broker) metricsState() metrics.State {
 		}
 	}
 	st.WaitingProduces, st.WaitingFetches = b.waitingProduces.Load(), b.waitingFetches.Load()
+	ls := b.logs.LoadStats()
+	st.LogLoad = metrics.LogLoad{Seconds: ls.Duration.Seconds(), Logs: ls.Logs,
+		RecoveredLogs: ls.RecoveredLogs, RecoveredSegments: ls.RecoveredSegments}
 	gs := b.groups.Stats()
 	st.GroupStates = gs.States
 	for _, o := range gs.Offsets {
@@ -148,13 +178,18 @@ func (b *Broker) metricsState() metrics.State {
 	return st
 }
 
-// countFetched counts the record bytes a consumer fetch response carries,
-// per topic, once the response is final (a long poll fills it again
-// after each wake-up).
+// countFetched counts the record bytes a fetch response carries, per
+// topic, once the response is final (a long poll fills it again after
+// each wake-up): a consumer's as bytes out, a follower's as replication
+// bytes out, which Kafka keeps out of bytes out.
 func (b *Broker) countFetched(f *fetchState) {
 	obs := b.events()
 	if _, off := obs.(noEvents); off {
 		return
+	}
+	count := obs.Fetched
+	if f.replicaID >= 0 {
+		count = obs.ReplicatedOut
 	}
 	sizes := make([]int64, len(f.resp.Topics))
 	for i, t := range f.resp.Topics {
@@ -179,6 +214,6 @@ func (b *Broker) countFetched(f *fetchState) {
 				name = tt.Name
 			}
 		}
-		obs.Fetched(name, sizes[i])
+		count(name, sizes[i])
 	}
 }

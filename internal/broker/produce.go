@@ -249,11 +249,8 @@ func (b *Broker) awaitAcks(ctx context.Context, waits []ackWait, timeout time.Du
 		if waits = settle(waits); len(waits) == 0 {
 			return
 		}
-		select {
-		case <-w.C():
+		if w.Wait(ctx, timer.C) {
 			continue
-		case <-timer.C:
-		case <-ctx.Done():
 		}
 		for _, a := range waits {
 			fail(a, fmt.Errorf("%w: batch at %d not replicated to the in-sync replicas within %v", kerr.RequestTimedOut, a.last, timeout))

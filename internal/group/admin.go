@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -154,7 +155,7 @@ func (c *Coordinator) deleteGroup(id string) error {
 		g.mu.Unlock()
 		return storeError(err)
 	}
-	c.wait(g, w)
+	c.wait(context.Background(), g, w)
 	g.mu.Unlock()
 	if result != nil {
 		return storeError(result)

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func BenchmarkCommitOffsets(b *testing.B) {
 		for j := range req.Offsets {
 			req.Offsets[j].Offset = int64(i)
 		}
-		if errs := e.c.CommitOffsets(req); errs[0] != nil {
+		if errs := e.c.CommitOffsets(context.Background(), req); errs[0] != nil {
 			b.Fatal(errs[0])
 		}
 	}
@@ -36,7 +37,7 @@ func BenchmarkReplay(b *testing.B) {
 			for p := range 100 {
 				req.Offsets = append(req.Offsets, CommitOffset{Topic: "t1", Partition: int32(p % 4), Offset: int64(round)})
 			}
-			e.c.CommitOffsets(req)
+			e.c.CommitOffsets(context.Background(), req)
 		}
 	}
 	b.ReportAllocs()

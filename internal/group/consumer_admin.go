@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -162,7 +163,7 @@ func (c *Coordinator) consumerToClassic(g *group) *kerr.Error {
 	if err != nil {
 		return storeError(err)
 	}
-	c.wait(g, w)
+	c.wait(context.Background(), g, w)
 	if result != nil {
 		return storeError(result)
 	}

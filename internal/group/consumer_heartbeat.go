@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -285,7 +286,7 @@ func (c *Coordinator) consumerHeartbeatLocked(g *group, req ConsumerHeartbeatReq
 		c.log.Warn("store consumer group heartbeat", slog.String("group", g.id), slog.String("member", old.id), slog.Any("err", err))
 		return hbFail(storeError(err), "%v", err), nil
 	}
-	c.wait(g, w)
+	c.wait(context.Background(), g, w)
 	return result, nil
 }
 

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"log/slog"
 	"regexp"
 	"slices"
@@ -326,7 +327,7 @@ func (c *Coordinator) consumerLeave(req ConsumerHeartbeatRequest) ConsumerHeartb
 	if err != nil {
 		return hbFail(storeError(err), "%v", err)
 	}
-	c.wait(g, w)
+	c.wait(context.Background(), g, w)
 	if result != nil {
 		return hbFail(storeError(result), "%v", result)
 	}

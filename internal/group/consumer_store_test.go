@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -77,7 +78,7 @@ func TestConsumerOffsetCommits(t *testing.T) {
 		for _, p := range parts {
 			req.Offsets = append(req.Offsets, CommitOffset{Topic: "t1", Partition: p, Offset: 10, LeaderEpoch: -1})
 		}
-		return e.c.CommitOffsets(req)
+		return e.c.CommitOffsets(context.Background(), req)
 	}
 	wantAll := func(errs []error, want *kerr.Error) {
 		t.Helper()
@@ -162,7 +163,7 @@ func TestClassicAndConsumerGroupsDoNotMix(t *testing.T) {
 
 	// Once the consumer group is empty, a classic member converts it,
 	// keeping its offsets.
-	e.c.CommitOffsets(CommitRequest{Group: "cg", MemberID: "a", Generation: a.epoch, APIVersion: 9,
+	e.c.CommitOffsets(context.Background(), CommitRequest{Group: "cg", MemberID: "a", Generation: a.epoch, APIVersion: 9,
 		Offsets: []CommitOffset{{Topic: "t1", Partition: 0, Offset: 5, LeaderEpoch: -1}}})
 	ok(t, a.leave())
 	jr = e.joinAsync(joinReq("cg", "", "classic"))
@@ -208,7 +209,7 @@ func TestEmptyClassicGroupBecomesConsumerGroup(t *testing.T) {
 	e := newCEnv(t)
 	// A classic group that had a generation and offsets, now empty.
 	ids, gen := e.env.stableGroup("g", "c1")
-	errs := e.c.CommitOffsets(CommitRequest{Group: "g", MemberID: ids[0], Generation: gen,
+	errs := e.c.CommitOffsets(context.Background(), CommitRequest{Group: "g", MemberID: ids[0], Generation: gen,
 		Offsets: []CommitOffset{{Topic: "t1", Partition: 1, Offset: 42, LeaderEpoch: -1}}})
 	wantErr(t, errs[0], nil)
 	lerrs, err := e.c.Leave("g", []LeavingMember{{MemberID: ids[0]}})

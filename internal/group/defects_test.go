@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -28,7 +29,7 @@ func TestStoreErrorSeesWrappedKafkaErrors(t *testing.T) {
 		e.log.mu.Lock()
 		e.log.failErr = tc.err
 		e.log.mu.Unlock()
-		errs := e.c.CommitOffsets(CommitRequest{Group: "g", Generation: -1,
+		errs := e.c.CommitOffsets(context.Background(), CommitRequest{Group: "g", Generation: -1,
 			Offsets: []CommitOffset{{Topic: "t1", Partition: 0, Offset: 1, LeaderEpoch: -1}}})
 		if !errors.Is(errs[0], tc.want) {
 			t.Errorf("write failed with %q: commit answered %v, want %v", tc.err, errs[0], tc.want)
@@ -45,7 +46,7 @@ func TestCommitToMissingGroupByVersion(t *testing.T) {
 		version int16
 		want    *kerr.Error
 	}{{0, kerr.IllegalGeneration}, {8, kerr.IllegalGeneration}, {9, kerr.GroupIDNotFound}, {10, kerr.GroupIDNotFound}} {
-		errs := e.c.CommitOffsets(CommitRequest{Group: "missing", MemberID: "m", Generation: 3, APIVersion: tc.version,
+		errs := e.c.CommitOffsets(context.Background(), CommitRequest{Group: "missing", MemberID: "m", Generation: 3, APIVersion: tc.version,
 			Offsets: []CommitOffset{{Topic: "t1", Partition: 0, Offset: 1, LeaderEpoch: -1}}})
 		if !errors.Is(errs[0], tc.want) {
 			t.Errorf("v%d: commit answered %v, want %v", tc.version, errs[0], tc.want)
@@ -61,7 +62,7 @@ func TestCommitToMissingGroupByVersion(t *testing.T) {
 // state can be seen and removed); the group-management APIs refuse it.
 func TestEmptyGroupIDForOffsetAPIsOnly(t *testing.T) {
 	e := newEnv(t, 0)
-	errs := e.c.CommitOffsets(CommitRequest{Group: "", Generation: -1,
+	errs := e.c.CommitOffsets(context.Background(), CommitRequest{Group: "", Generation: -1,
 		Offsets: []CommitOffset{{Topic: "t1", Partition: 2, Offset: 42, LeaderEpoch: -1}}})
 	wantErr(t, errs[0], nil)
 	if f := fetchOne(t, e, "", "t1", 2); f.Offset != 42 {

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -183,7 +184,7 @@ func TestSyncWaitsForLeaderAndRebalanceCancelsIt(t *testing.T) {
 	s2 := e.syncAsync(SyncRequest{Group: "g", MemberID: r2.MemberID, Generation: r2.Generation})
 	s2.waiting(t)
 	// A commit now is refused: the generation's assignment is not out yet.
-	errs := e.c.CommitOffsets(CommitRequest{Group: "g", MemberID: r2.MemberID, Generation: r2.Generation,
+	errs := e.c.CommitOffsets(context.Background(), CommitRequest{Group: "g", MemberID: r2.MemberID, Generation: r2.Generation,
 		Offsets: []CommitOffset{{Topic: "t1", Partition: 0, Offset: 1}}})
 	wantErr(t, errs[0], kerr.RebalanceInProgress)
 	// A third member arrives before the leader syncs.
@@ -251,7 +252,7 @@ func TestStaticMemberRejoinKeepsAssignmentAndFencesOldID(t *testing.T) {
 	}
 	// The old incarnation is fenced.
 	wantErr(t, e.c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: rb.MemberID, InstanceID: "inst-2", Generation: gen}), kerr.FencedInstanceID)
-	errs := e.c.CommitOffsets(CommitRequest{Group: "g", MemberID: rb.MemberID, InstanceID: "inst-2", Generation: gen,
+	errs := e.c.CommitOffsets(context.Background(), CommitRequest{Group: "g", MemberID: rb.MemberID, InstanceID: "inst-2", Generation: gen,
 		Offsets: []CommitOffset{{Topic: "t1", Partition: 0, Offset: 5}}})
 	wantErr(t, errs[0], kerr.FencedInstanceID)
 	errs2, _ := e.c.Leave("g", []LeavingMember{{MemberID: rb.MemberID, InstanceID: "inst-2"}})

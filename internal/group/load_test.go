@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -57,7 +58,7 @@ func TestLoadingAndNotCoordinator(t *testing.T) {
 	c.Elect(0, 2)
 	wantErr(t, c.CheckGroup(g0), kerr.CoordinatorLoadInProgress)
 	wantErr(t, c.CheckGroup(g1), kerr.NotCoordinator)
-	errs := c.CommitOffsets(CommitRequest{Group: g0, Generation: -1, Offsets: []CommitOffset{{Topic: "t1", Partition: 0, Offset: 1}}})
+	errs := c.CommitOffsets(context.Background(), CommitRequest{Group: g0, Generation: -1, Offsets: []CommitOffset{{Topic: "t1", Partition: 0, Offset: 1}}})
 	wantErr(t, errs[0], kerr.CoordinatorLoadInProgress)
 	if !c.Loading() {
 		t.Fatal("not loading")

@@ -30,8 +30,9 @@ type heldBatch struct {
 	recs     []Record
 	done     chan struct{} // closed by release
 	err      error
-	awaiting bool // the coordinator waits for it (its group is unlocked)
-	returned bool // AwaitCommit returned (the coordinator saw the outcome)
+	awaiting bool            // the coordinator waits for it (its group is unlocked)
+	returned bool            // AwaitCommit returned (the coordinator saw the outcome)
+	ctx      context.Context // AwaitCommit's
 }
 
 func newMemLog() *memLog { return &memLog{parts: map[int32][]Record{}} }
@@ -73,7 +74,7 @@ func (l *memLog) AwaitCommit(ctx context.Context, p int32, a Appended) error {
 		l.mu.Unlock()
 		return fmt.Errorf("memLog: no batch at %d-%d", p, a.LastOffset)
 	}
-	b.awaiting = true
+	b.awaiting, b.ctx = true, ctx
 	l.mu.Unlock()
 	defer func() {
 		l.mu.Lock()
@@ -86,6 +87,13 @@ func (l *memLog) AwaitCommit(ctx context.Context, p int32, a Appended) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// heldContext is the context the i-th held batch is awaited with.
+func (l *memLog) heldContext(i int) context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held[i].ctx
 }
 
 // waitReturned waits until the coordinator has seen the outcome of the

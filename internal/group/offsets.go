@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"slices"
 	"time"
 
@@ -37,8 +38,10 @@ type CommitOffset struct {
 // that fails, and nothing at all when the member is not entitled to
 // commit (Kafka's rules: a group with members accepts commits only from
 // a current member of the current generation; an empty group also from
-// outside group management).
-func (c *Coordinator) CommitOffsets(req CommitRequest) []error {
+// outside group management). ctx is the request's: the wait for the
+// commit takes its values (the broker's wait clock, which counts the wait
+// as the request's remote time), not its end.
+func (c *Coordinator) CommitOffsets(ctx context.Context, req CommitRequest) []error {
 	errs := make([]error, len(req.Offsets))
 	var valid []int
 	for i, o := range req.Offsets {
@@ -149,7 +152,7 @@ func (c *Coordinator) CommitOffsets(req CommitRequest) []error {
 		g.donePending(tps)
 		result = err
 	} else {
-		c.wait(g, w)
+		c.wait(ctx, g, w)
 	}
 	if result != nil {
 		c.log.Warn("store offset commit", "group", g.id, "err", result)
@@ -314,7 +317,7 @@ func (c *Coordinator) DeleteOffsets(groupID string, topics []TopicPartitions) ([
 	if err != nil {
 		return errs, storeError(err)
 	}
-	c.wait(g, w)
+	c.wait(context.Background(), g, w)
 	if result != nil {
 		return errs, storeError(result)
 	}

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -9,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func commit(e *env, req CommitRequest) []error { return e.c.CommitOffsets(req) }
+func commit(e *env, req CommitRequest) []error { return e.c.CommitOffsets(context.Background(), req) }
 
 func fetchOne(t *testing.T, e *env, group, topic string, p int32) FetchedOffset {
 	t.Helper()

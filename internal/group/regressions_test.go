@@ -19,7 +19,7 @@ func TestConsumerOffsetDeleteRefusesRegexSubscribedTopic(t *testing.T) {
 	m := &cmemberSim{e: e, group: "g", id: "m"}
 	m.apply(ok(t, e.c.ConsumerHeartbeat(ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "m",
 		RebalanceTimeoutMs: 30000, SubscribedRegex: &re, Owned: []TopicPartitionsByID{}})))
-	errs := e.c.CommitOffsets(CommitRequest{Group: "g", MemberID: "m", Generation: m.epoch, APIVersion: 9,
+	errs := e.c.CommitOffsets(context.Background(), CommitRequest{Group: "g", MemberID: "m", Generation: m.epoch, APIVersion: 9,
 		Offsets: []CommitOffset{{Topic: "t1", Partition: 0, Offset: 7, LeaderEpoch: -1}}})
 	wantErr(t, errs[0], nil)
 	perr, err := e.c.DeleteOffsets("g", []TopicPartitions{{Topic: "t1", Partitions: []int32{0}}})
@@ -74,7 +74,7 @@ func TestExplicitRetentionDoesNotExpireConsumerGroupSubscribedOffsets(t *testing
 	e := newCEnv(t)
 	m, _ := e.join("g", "m", "t1")
 	ok(t, m.leave())
-	errs := e.c.CommitOffsets(CommitRequest{Group: "g", Generation: -1, APIVersion: 2, Retention: time.Minute,
+	errs := e.c.CommitOffsets(context.Background(), CommitRequest{Group: "g", Generation: -1, APIVersion: 2, Retention: time.Minute,
 		Offsets: []CommitOffset{{Topic: "t1", Partition: 0, Offset: 5}}})
 	wantErr(t, errs[0], nil)
 	m, _ = e.join("g", "m2", "t1")

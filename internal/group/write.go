@@ -108,13 +108,14 @@ func (c *Coordinator) completeReady(g *group) {
 
 // wait waits for w to complete: called with g locked, it releases the
 // lock while the records replicate and returns with it held again, with
-// w completed. Anything may have changed in g meanwhile.
-func (c *Coordinator) wait(g *group, w *pendingWrite) {
+// w completed. Anything may have changed in g meanwhile. ctx is the
+// request's, for its values only (see awaitCommit).
+func (c *Coordinator) wait(ctx context.Context, g *group, w *pendingWrite) {
 	if w.completed() {
 		return
 	}
 	g.mu.Unlock()
-	err := c.awaitCommit(g, w.at)
+	err := c.awaitCommit(ctx, g, w.at)
 	g.mu.Lock()
 	w.waited, w.err = true, err
 	c.completeReady(g)
@@ -134,7 +135,7 @@ func (c *Coordinator) waitAsync(g *group, w *pendingWrite) {
 		return
 	}
 	go func() {
-		err := c.awaitCommit(g, w.at)
+		err := c.awaitCommit(context.Background(), g, w.at)
 		g.mu.Lock()
 		w.waited, w.err = true, err
 		c.completeReady(g)
@@ -145,10 +146,14 @@ func (c *Coordinator) waitAsync(g *group, w *pendingWrite) {
 // awaitCommit waits, for at most offsets.commit.timeout.ms, for a batch
 // of g's partition to commit. A wait cut short because the partition was
 // resigned carries NOT_COORDINATOR. g.ctx and g.partition never change,
-// so no lock is needed.
-func (c *Coordinator) awaitCommit(g *group, a Appended) error {
-	ctx, cancel := context.WithTimeout(g.ctx, c.cfg.CommitTimeout)
+// so no lock is needed. The wait ends with g.ctx or the timeout, and
+// carries req's values: the request that waits, if any, learns how long
+// (the broker counts it as its remote time), but its end (a client gone)
+// does not cut a commit short.
+func (c *Coordinator) awaitCommit(req context.Context, g *group, a Appended) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(req), c.cfg.CommitTimeout)
 	defer cancel()
+	defer context.AfterFunc(g.ctx, cancel)()
 	err := c.plog.AwaitCommit(ctx, g.partition, a)
 	if err != nil && context.Cause(g.ctx) != nil {
 		return fmt.Errorf("%w: %w", context.Cause(g.ctx), err)

@@ -49,7 +49,7 @@ func async[T any](f func() T) <-chan T {
 }
 
 func (e *env) commitAsync(req CommitRequest) <-chan []error {
-	return async(func() []error { return e.c.CommitOffsets(req) })
+	return async(func() []error { return e.c.CommitOffsets(context.Background(), req) })
 }
 
 // simpleCommit commits offset o of t1-p from outside group management.
@@ -395,5 +395,32 @@ func TestStaticReplacementAnsweredOnceCommitted(t *testing.T) {
 			wantKerr(t, answer(t, "restarted join", restarted.ch).Err, kerr.NotCoordinator)
 			wantErr(t, beat(r.MemberID), nil)
 		})
+	}
+}
+
+// requestKey marks a request's context in TestCommitWaitCarriesTheRequestsValues.
+type requestKey struct{}
+
+// TestCommitWaitCarriesTheRequestsValues: the wait for a commit carries
+// the committing request's values (the broker's wait clock, which counts
+// the wait as the request's remote time) but not its end: a client that
+// goes away does not cut the commit short.
+func TestCommitWaitCarriesTheRequestsValues(t *testing.T) {
+	e := newEnv(t, time.Second)
+	e.log.hold()
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), requestKey{}, "the request"))
+	done := async(func() []error { return e.c.CommitOffsets(ctx, simpleCommit("g", 0, 5)) })
+	e.log.waitHeld(t, 1)
+	wctx := e.log.heldContext(0)
+	if v := wctx.Value(requestKey{}); v != "the request" {
+		t.Errorf("the commit wait's context carries %v, not the request's values", v)
+	}
+	cancel()
+	if err := wctx.Err(); err != nil {
+		t.Errorf("the request's end ended the commit wait: %v", err)
+	}
+	e.log.release(0, nil)
+	for _, err := range answer(t, "commit", done) {
+		wantErr(t, err, nil)
 	}
 }

@@ -19,6 +19,29 @@ func gather(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
 	return out
 }
 
+// histogram finds the histogram of name with exactly these labels.
+func histogram(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels map[string]string) *dto.Histogram {
+	t.Helper()
+	f := fams[name]
+	if f == nil {
+		t.Fatalf("no %s", name)
+	}
+next:
+	for _, m := range f.GetMetric() {
+		if len(m.GetLabel()) != len(labels) || m.Histogram == nil {
+			continue
+		}
+		for _, l := range m.GetLabel() {
+			if labels[l.GetName()] != l.GetValue() {
+				continue next
+			}
+		}
+		return m.GetHistogram()
+	}
+	t.Fatalf("no %s%v", name, labels)
+	return nil
+}
+
 // value finds the series of name with exactly these labels.
 func value(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
 	f := fams[name]

@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-project/weir/internal/server"
 )
 
 // Options configures the metrics.
@@ -37,9 +39,14 @@ type Metrics struct {
 	bytesIn    *prometheus.CounterVec
 	bytesOut   *prometheus.CounterVec
 	messagesIn *prometheus.CounterVec
+	replIn     *prometheus.CounterVec
+	replOut    *prometheus.CounterVec
+	logFlush   prometheus.Histogram
 	requests   *prometheus.CounterVec
 	totalTime  *prometheus.HistogramVec
 	queueTime  *prometheus.HistogramVec
+	localTime  *prometheus.HistogramVec
+	remoteTime *prometheus.HistogramVec
 	sendTime   *prometheus.HistogramVec
 	reqBytes   *prometheus.HistogramVec
 	isrShrinks prometheus.Counter
@@ -49,6 +56,10 @@ type Metrics struct {
 // requestTimeBuckets span a fast local answer to a long-polling fetch
 // (fetch.max.wait.ms) and a produce waiting for acks up to its timeout.
 var requestTimeBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// logFlushBuckets span an fsync of a page-cache-warm segment on an SSD
+// to a slow disk's seconds.
+var logFlushBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
 // New builds the registry with the Go runtime and process collectors,
 // the event instruments and, if opts.State is set, the state collector.
@@ -66,6 +77,19 @@ func New(opts Options) *Metrics {
 		Name: "kafka_server_brokertopicmetrics_messagesin_total",
 		Help: "Records appended by producers, per topic (kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec).",
 	}, []string{"topic"})
+	m.replIn = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_brokertopicmetrics_replicationbytesin_total",
+		Help: "Record batch bytes a follower here appended from its leaders, per topic (kafka.server:type=BrokerTopicMetrics,name=ReplicationBytesInPerSec; Kafka's has no topic level).",
+	}, []string{"topic"})
+	m.replOut = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_brokertopicmetrics_replicationbytesout_total",
+		Help: "Record batch bytes sent to followers in fetch responses, per topic; not in bytes out (kafka.server:type=BrokerTopicMetrics,name=ReplicationBytesOutPerSec; Kafka's has no topic level).",
+	}, []string{"topic"})
+	m.logFlush = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "kafka_log_logflushstats_logflushrateandtime_seconds",
+		Help:    "Time of each flush of a log: the fsync of its segments from the recovery point on, by log.flush.interval.*, a roll, a checkpoint or a shutdown (kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs).",
+		Buckets: logFlushBuckets,
+	})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kafka_network_requestmetrics_requests_total",
 		Help: "Requests answered, per API and version (kafka.network:type=RequestMetrics,name=RequestsPerSec).",
@@ -78,6 +102,16 @@ func New(opts Options) *Metrics {
 	m.queueTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "kafka_network_requestmetrics_requestqueuetime_seconds",
 		Help:    "Time a request read whole waited behind the ones before it on its connection, per API (kafka.network:type=RequestMetrics,name=RequestQueueTimeMs).",
+		Buckets: requestTimeBuckets,
+	}, []string{"request"})
+	m.localTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_network_requestmetrics_localtime_seconds",
+		Help:    "Time the handler worked on a request, its waits excluded, per API (kafka.network:type=RequestMetrics,name=LocalTimeMs).",
+		Buckets: requestTimeBuckets,
+	}, []string{"request"})
+	m.remoteTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_network_requestmetrics_remotetime_seconds",
+		Help:    "Time the handler waited for followers or for data (acks=-1, long polls, group commits), per API (kafka.network:type=RequestMetrics,name=RemoteTimeMs).",
 		Buckets: requestTimeBuckets,
 	}, []string{"request"})
 	m.sendTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -101,7 +135,7 @@ func New(opts Options) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.bytesIn, m.bytesOut, m.messagesIn, m.requests, m.totalTime, m.queueTime, m.sendTime, m.reqBytes, m.isrShrinks, m.isrExpands,
+		m.bytesIn, m.bytesOut, m.messagesIn, m.replIn, m.replOut, m.logFlush, m.requests, m.totalTime, m.queueTime, m.localTime, m.remoteTime, m.sendTime, m.reqBytes, m.isrShrinks, m.isrExpands,
 	)
 	if opts.State != nil {
 		m.reg.MustRegister(newStateCollector(opts.State, opts.PartitionLevel))
@@ -113,12 +147,14 @@ func New(opts Options) *Metrics {
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // RequestDone counts one answered request (server.RequestObserver).
-func (m *Metrics) RequestDone(apiKey, apiVersion int16, requestBytes int, queue, send, total time.Duration) {
+func (m *Metrics) RequestDone(apiKey, apiVersion int16, requestBytes int, t server.RequestTimes) {
 	name := requestName(apiKey)
 	m.requests.WithLabelValues(name, strconv.Itoa(int(apiVersion))).Inc()
-	m.totalTime.WithLabelValues(name).Observe(total.Seconds())
-	m.queueTime.WithLabelValues(name).Observe(queue.Seconds())
-	m.sendTime.WithLabelValues(name).Observe(send.Seconds())
+	m.totalTime.WithLabelValues(name).Observe(t.Total.Seconds())
+	m.queueTime.WithLabelValues(name).Observe(t.Queue.Seconds())
+	m.localTime.WithLabelValues(name).Observe(t.Local.Seconds())
+	m.remoteTime.WithLabelValues(name).Observe(t.Remote.Seconds())
+	m.sendTime.WithLabelValues(name).Observe(t.Send.Seconds())
 	m.reqBytes.WithLabelValues(name).Observe(float64(requestBytes))
 }
 
@@ -139,6 +175,22 @@ func (m *Metrics) Produced(topic string, bytes, records int64) {
 // Fetched counts record batch bytes sent to a consumer from topic.
 func (m *Metrics) Fetched(topic string, bytes int64) {
 	m.bytesOut.WithLabelValues(topic).Add(float64(bytes))
+}
+
+// ReplicatedIn counts record batch bytes a follower here appended from
+// its leader for topic.
+func (m *Metrics) ReplicatedIn(topic string, bytes int64) {
+	m.replIn.WithLabelValues(topic).Add(float64(bytes))
+}
+
+// ReplicatedOut counts record batch bytes sent to a follower from topic.
+func (m *Metrics) ReplicatedOut(topic string, bytes int64) {
+	m.replOut.WithLabelValues(topic).Add(float64(bytes))
+}
+
+// LogFlushed times one flush of a log (storage.FlushObserver).
+func (m *Metrics) LogFlushed(d time.Duration) {
+	m.logFlush.Observe(d.Seconds())
 }
 
 // ISRChanged counts a committed ISR change of a partition led here.

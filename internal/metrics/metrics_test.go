@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -14,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/weir-project/weir/internal/server"
 )
 
 func TestStateGaugesAreComputedAtScrape(t *testing.T) {
@@ -97,9 +100,10 @@ func TestPartitionLevelOff(t *testing.T) {
 
 func TestEventCounters(t *testing.T) {
 	m := New(Options{})
-	m.RequestDone(0, 9, 100, 0, time.Microsecond, time.Millisecond)
-	m.RequestDone(0, 9, 100, 0, time.Microsecond, time.Millisecond)
-	m.RequestDone(1, 12, 50, 0, time.Microsecond, time.Millisecond)
+	times := server.RequestTimes{Local: 200 * time.Microsecond, Remote: 799 * time.Microsecond, Send: time.Microsecond, Total: time.Millisecond}
+	m.RequestDone(0, 9, 100, times)
+	m.RequestDone(0, 9, 100, times)
+	m.RequestDone(1, 12, 50, times)
 	m.Produced("t", 120, 3)
 	m.Fetched("t", 80)
 	m.ISRChanged(3, 2)
@@ -123,9 +127,98 @@ func TestEventCounters(t *testing.T) {
 	if testutil.ToFloat64(m.isrShrinks) != 1 || testutil.ToFloat64(m.isrExpands) != 2 {
 		t.Errorf("isr shrinks %v expands %v", testutil.ToFloat64(m.isrShrinks), testutil.ToFloat64(m.isrExpands))
 	}
-	for _, h := range []*prometheus.HistogramVec{m.totalTime, m.queueTime, m.sendTime, m.reqBytes} {
+	for _, h := range []*prometheus.HistogramVec{m.totalTime, m.queueTime, m.localTime, m.remoteTime, m.sendTime, m.reqBytes} {
 		if n := testutil.CollectAndCount(h); n != 2 {
 			t.Errorf("%d histograms, want one per API", n)
+		}
+	}
+}
+
+// TestRequestTimeParts: each request's times land in their own
+// histograms, whose sums add up to the total's.
+func TestRequestTimeParts(t *testing.T) {
+	m := New(Options{})
+	parts := []server.RequestTimes{
+		{Queue: 1 * time.Millisecond, Local: 2 * time.Millisecond, Remote: 0, Send: 3 * time.Millisecond},
+		{Queue: 0, Local: time.Millisecond, Remote: 500 * time.Millisecond, Send: time.Millisecond},
+	}
+	for _, p := range parts {
+		p.Total = p.Queue + p.Local + p.Remote + p.Send
+		m.RequestDone(0, 9, 10, p)
+	}
+	fams := gather(t, m)
+	sum := func(name string) (float64, uint64) {
+		t.Helper()
+		h := histogram(t, fams, name, map[string]string{"request": "Produce"})
+		return h.GetSampleSum(), h.GetSampleCount()
+	}
+	want := map[string]float64{
+		"kafka_network_requestmetrics_requestqueuetime_seconds": .001,
+		"kafka_network_requestmetrics_localtime_seconds":        .003,
+		"kafka_network_requestmetrics_remotetime_seconds":       .5,
+		"kafka_network_requestmetrics_responsesendtime_seconds": .004,
+		"kafka_network_requestmetrics_totaltime_seconds":        .508,
+	}
+	for name, w := range want {
+		if got, n := sum(name); n != 2 || math.Abs(got-w) > 1e-9 {
+			t.Errorf("%s: sum %v over %d requests, want %v over 2", name, got, n, w)
+		}
+	}
+	// The 500 ms wait is in the remote histogram's bucket above 250 ms.
+	h := histogram(t, fams, "kafka_network_requestmetrics_remotetime_seconds", map[string]string{"request": "Produce"})
+	for _, b := range h.GetBucket() {
+		if b.GetUpperBound() == .25 && b.GetCumulativeCount() != 1 || b.GetUpperBound() == .5 && b.GetCumulativeCount() != 2 {
+			t.Errorf("remote time bucket le=%v holds %d", b.GetUpperBound(), b.GetCumulativeCount())
+		}
+	}
+}
+
+// TestReplicationAndFlushInstruments: follower bytes in and out are
+// counted apart from producers' and consumers', and flushes are timed.
+func TestReplicationAndFlushInstruments(t *testing.T) {
+	m := New(Options{})
+	m.Produced("t", 100, 1)
+	m.Fetched("t", 30)
+	m.ReplicatedIn("t", 70)
+	m.ReplicatedIn("u", 5)
+	m.ReplicatedOut("t", 40)
+	m.LogFlushed(2 * time.Millisecond)
+	m.LogFlushed(3 * time.Millisecond)
+	fams := gather(t, m)
+	check := func(name string, labels map[string]string, want float64) {
+		t.Helper()
+		if got, ok := value(fams, name, labels); !ok || got != want {
+			t.Errorf("%s%v = %v (found %v), want %v", name, labels, got, ok, want)
+		}
+	}
+	check("kafka_server_brokertopicmetrics_replicationbytesin_total", map[string]string{"topic": "t"}, 70)
+	check("kafka_server_brokertopicmetrics_replicationbytesin_total", map[string]string{"topic": "u"}, 5)
+	check("kafka_server_brokertopicmetrics_replicationbytesout_total", map[string]string{"topic": "t"}, 40)
+	check("kafka_server_brokertopicmetrics_bytesin_total", map[string]string{"topic": "t"}, 100)
+	check("kafka_server_brokertopicmetrics_bytesout_total", map[string]string{"topic": "t"}, 30)
+	h := histogram(t, fams, "kafka_log_logflushstats_logflushrateandtime_seconds", nil)
+	if h.GetSampleCount() != 2 || math.Abs(h.GetSampleSum()-.005) > 1e-9 {
+		t.Errorf("log flushes: %d, %v s; want 2, 0.005 s", h.GetSampleCount(), h.GetSampleSum())
+	}
+	for _, name := range []string{"kafka_server_brokertopicmetrics_replicationbytesin_total", "kafka_server_brokertopicmetrics_replicationbytesout_total", "kafka_log_logflushstats_logflushrateandtime_seconds"} {
+		if help := fams[name].GetHelp(); !strings.Contains(help, "kafka.") {
+			t.Errorf("%s: help %q names no Kafka MBean", name, help)
+		}
+	}
+}
+
+// TestLogLoadGauges: the start-up load's figures are exported as gauges.
+func TestLogLoadGauges(t *testing.T) {
+	m := New(Options{State: func() State {
+		return State{LogLoad: LogLoad{Seconds: 1.5, Logs: 7, RecoveredLogs: 2, RecoveredSegments: 3}}
+	}})
+	fams := gather(t, m)
+	for name, want := range map[string]float64{
+		"weir_log_recovery_seconds": 1.5, "weir_log_recovery_logs": 7,
+		"weir_log_recovery_unflushed_logs": 2, "weir_log_recovery_unflushed_segments": 3,
+	} {
+		if got, ok := value(fams, name, nil); !ok || got != want {
+			t.Errorf("%s = %v (found %v), want %v", name, got, ok, want)
 		}
 	}
 }

@@ -31,6 +31,17 @@ type State struct {
 	Lags []Lag
 	// GroupStates counts the coordinated groups by state.
 	GroupStates map[string]int
+	// LogLoad is what loading the logs at start took.
+	LogLoad LogLoad
+}
+
+// LogLoad describes the load of the logs at start: how long it took, how
+// many logs it loaded, and how many of them (and of their segments) it
+// recovered because they were not flushed (after a crash).
+type LogLoad struct {
+	Seconds                          float64
+	Logs                             int
+	RecoveredLogs, RecoveredSegments int
 }
 
 // Partition is one hosted replica.
@@ -59,12 +70,13 @@ type stateCollector struct {
 	read           func() State
 	partitionLevel bool
 
-	underReplicated, underMinISR, leaders, partitions *prometheus.Desc
-	activeController, offline                         *prometheus.Desc
-	connections, lag, groups                          *prometheus.Desc
-	logSize, logSegments                              *prometheus.Desc
-	activeBrokers, fencedBrokers, created, producers  *prometheus.Desc
-	poolUsed, poolAvailable, purgatory                *prometheus.Desc
+	underReplicated, underMinISR, leaders, partitions   *prometheus.Desc
+	activeController, offline                           *prometheus.Desc
+	connections, lag, groups                            *prometheus.Desc
+	logSize, logSegments                                *prometheus.Desc
+	activeBrokers, fencedBrokers, created, producers    *prometheus.Desc
+	poolUsed, poolAvailable, purgatory                  *prometheus.Desc
+	loadSeconds, loadLogs, recoveredLogs, recoveredSegs *prometheus.Desc
 }
 
 func newStateCollector(read func() State, partitionLevel bool) *stateCollector {
@@ -109,6 +121,14 @@ func newStateCollector(read func() State, partitionLevel bool) *stateCollector {
 			"queued.max.request.bytes left; absent when unbounded (kafka.network:type=SocketServer,name=MemoryPoolAvailable)."),
 		purgatory: d("kafka_server_delayedoperationpurgatory_purgatorysize",
 			"Requests waiting: produces for acks, fetches for data (kafka.server:type=DelayedOperationPurgatory,name=PurgatorySize).", "delayedOperation"),
+		loadSeconds: d("weir_log_recovery_seconds",
+			"Seconds loading the logs took at start, recovery of unflushed segments included (no Kafka MBean; Kafka logs it as \"Loaded N logs in Xms\")."),
+		loadLogs: d("weir_log_recovery_logs",
+			"Logs loaded at start."),
+		recoveredLogs: d("weir_log_recovery_unflushed_logs",
+			"Logs with unflushed segments recovered at start: 0 after a clean shutdown (what kafka.log:type=LogManager,name=remainingLogsToRecover counted down from)."),
+		recoveredSegs: d("weir_log_recovery_unflushed_segments",
+			"Unflushed segments rescanned at start (what kafka.log:type=LogManager,name=remainingSegmentsToRecover counted down from)."),
 	}
 }
 
@@ -116,7 +136,8 @@ func newStateCollector(read func() State, partitionLevel bool) *stateCollector {
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.underReplicated, c.underMinISR, c.leaders, c.partitions,
 		c.activeController, c.offline, c.connections, c.lag, c.groups, c.logSize, c.logSegments,
-		c.activeBrokers, c.fencedBrokers, c.created, c.producers, c.poolUsed, c.poolAvailable, c.purgatory} {
+		c.activeBrokers, c.fencedBrokers, c.created, c.producers, c.poolUsed, c.poolAvailable, c.purgatory,
+		c.loadSeconds, c.loadLogs, c.recoveredLogs, c.recoveredSegs} {
 		ch <- d
 	}
 }
@@ -171,6 +192,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.purgatory, float64(st.WaitingProduces), "Produce")
 	gauge(c.purgatory, float64(st.WaitingFetches), "Fetch")
+	gauge(c.loadSeconds, st.LogLoad.Seconds)
+	gauge(c.loadLogs, float64(st.LogLoad.Logs))
+	gauge(c.recoveredLogs, float64(st.LogLoad.RecoveredLogs))
+	gauge(c.recoveredSegs, float64(st.LogLoad.RecoveredSegments))
 	for _, l := range st.Lags {
 		gauge(c.lag, float64(l.Lag), l.Group, l.Topic, strconv.Itoa(int(l.Partition)))
 	}

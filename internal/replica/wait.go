@@ -5,13 +5,22 @@ package replica
 // high watermark, a follower for new data at the log end), a produce with
 // acks=-1 and a group commit (both wait for the high watermark to pass
 // their batch) — holds one Waiter, registers it with every partition it
-// depends on, and sleeps on Waiter.C. A partition notifies the waiters
+// depends on, and sleeps in Waiter.Wait. A partition notifies the waiters
 // registered for an event when the event happens; a change of role, epoch,
 // ISR or the partition's removal notifies all of them. A woken request
 // re-checks its own condition: notifications say "look again", not "done".
 //
 // Registration costs one map insert per partition, so a fetch over 65535
 // partitions waits on one channel instead of a select over 65535 cases.
+//
+// Being the one place requests wait, Wait is also where their remote time
+// (Kafka's RemoteTimeMs: time spent waiting for followers or for data) is
+// taken: it tells the WaitClock of its context how long it blocked.
+
+import (
+	"context"
+	"time"
+)
 
 // Event is what a waiter waits for; values may be or-ed.
 type Event uint8
@@ -45,6 +54,37 @@ func (w *Waiter) notify() {
 	case w.c <- struct{}{}:
 	default:
 	}
+}
+
+// Wait sleeps until a notification since the last receive (true), or
+// until expiry fires or ctx ends (false); a nil expiry never fires. The
+// time it blocked is told to ctx's WaitClock, if it has one.
+func (w *Waiter) Wait(ctx context.Context, expiry <-chan time.Time) bool {
+	if clock, ok := ctx.Value(waitClockKey{}).(WaitClock); ok {
+		start := time.Now()
+		defer func() { clock.Waited(time.Since(start)) }()
+	}
+	select {
+	case <-w.c:
+		return true
+	case <-expiry:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// WaitClock adds up the time a request's waits blocked (its remote time).
+// It may be told from several goroutines at once.
+type WaitClock interface {
+	Waited(d time.Duration)
+}
+
+type waitClockKey struct{}
+
+// WithWaitClock returns ctx carrying clock: every Wait on it, or on a
+// context derived from it, tells clock how long it blocked.
+func WithWaitClock(ctx context.Context, clock WaitClock) context.Context {
+	return context.WithValue(ctx, waitClockKey{}, clock)
 }
 
 // Watch registers w for ev on p (or adds ev to an earlier registration).

@@ -38,6 +38,18 @@ type Config struct {
 	// Fetchers is how many fetchers (each with its own connection) share
 	// the partitions led by one broker.
 	Fetchers int // num.replica.fetchers
+
+	// Observer, if set, is told of the bytes appended from leaders (the
+	// broker's metrics).
+	Observer Observer
+}
+
+// Observer is told of what the fetchers append, at the one place they
+// append it. It is called on a fetcher's goroutine, so it must be quick.
+type Observer interface {
+	// ReplicatedIn counts record batch bytes of topic appended here as
+	// a follower (Kafka's ReplicationBytesInPerSec).
+	ReplicatedIn(topic string, bytes int64)
 }
 
 // ConfigFromBroker takes the fetch settings from the broker configuration;

@@ -214,6 +214,9 @@ func (f *fetcher) applyData(s *sentPartition, rp *kmsg.FetchResponseTopicPartiti
 			return f.replicaFailed(p, fmt.Errorf("append at offset %d: %w", s.offset, err), errors.Is(err, storage.ErrUnexpectedOffset))
 		}
 		end = info.LastOffset + 1
+		if obs := f.m.cfg.Observer; obs != nil {
+			obs.ReplicatedIn(p.tp.Topic, int64(len(records)))
+		}
 	}
 	if err := p.r.UpdateFollowerHW(p.epoch, rp.HighWatermark); err != nil {
 		return f.replicaFailed(p, fmt.Errorf("follow high watermark %d: %w", rp.HighWatermark, err), false)

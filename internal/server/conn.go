@@ -287,8 +287,17 @@ func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) b
 		c.shutdown("protocol error", p.err)
 		return false
 	}
+	rc := &RequestContext{
+		ClientID:      p.hdr.ClientID,
+		CorrelationID: p.hdr.CorrelationID,
+		Listener:      c.listener,
+		RemoteAddr:    c.nc.RemoteAddr(),
+		LocalAddr:     c.nc.LocalAddr(),
+		// p.res's release is idempotent: handle releases it again.
+		ReleaseRequest: p.res.release,
+	}
 	started := time.Now()
-	resp, reason, err := c.respond(ctx, p)
+	resp, reason, err := c.respond(ctx, rc, p)
 	handled := time.Now()
 	// File regions are pinned until written, or dropped unwritten.
 	defer releaseRegions(resp)
@@ -314,7 +323,7 @@ func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) b
 	now := time.Now()
 	if c.s.cfg.Observer != nil {
 		c.s.cfg.Observer.RequestDone(p.hdr.APIKey, p.hdr.APIVersion, p.size,
-			started.Sub(p.received), now.Sub(handled), now.Sub(p.received))
+			requestTimes(p.received, started, handled, now, time.Duration(rc.remote.Load())))
 	}
 	c.lastActive.Store(now.UnixNano())
 	c.inflight.Add(-1)
@@ -324,6 +333,22 @@ func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) b
 	default:
 	}
 	return true
+}
+
+// requestTimes splits a request's life, from its last byte read through
+// its handling to its response written, into Kafka's request times. The
+// handler's waits (remote) are capped at its time: waits on goroutines
+// of its own could overlap.
+func requestTimes(received, started, handled, written time.Time, remote time.Duration) RequestTimes {
+	handler := handled.Sub(started)
+	remote = min(max(remote, 0), handler)
+	return RequestTimes{
+		Queue:  started.Sub(received),
+		Local:  handler - remote,
+		Remote: remote,
+		Send:   written.Sub(handled),
+		Total:  written.Sub(received),
+	}
 }
 
 // recycle puts a handled request's frame buffer back in the pool when
@@ -338,7 +363,7 @@ func (c *conn) recycle(p parsed) {
 // respond produces the response for one parsed request: ApiVersions is
 // answered here, everything else by the Handler. A handler panic or error
 // is returned with the reason to log; the connection then closes.
-func (c *conn) respond(ctx context.Context, p parsed) (resp kmsg.Response, reason string, err error) {
+func (c *conn) respond(ctx context.Context, rc *RequestContext, p parsed) (resp kmsg.Response, reason string, err error) {
 	if p.apiVersionsFallback {
 		c.log.Debug("ApiVersions version unsupported; answering in v0 format",
 			"api_version", p.hdr.APIVersion, "client_id", p.hdr.ClientID)
@@ -354,15 +379,6 @@ func (c *conn) respond(ctx context.Context, p parsed) (resp kmsg.Response, reaso
 			resp, reason, err = nil, "handler panic", fmt.Errorf("handler panic: %v", r)
 		}
 	}()
-	rc := &RequestContext{
-		ClientID:      p.hdr.ClientID,
-		CorrelationID: p.hdr.CorrelationID,
-		Listener:      c.listener,
-		RemoteAddr:    c.nc.RemoteAddr(),
-		LocalAddr:     c.nc.LocalAddr(),
-		// p.res's release is idempotent: handle releases it again.
-		ReleaseRequest: p.res.release,
-	}
 	resp, err = c.s.handler.Handle(ctx, rc, p.req)
 	if err != nil {
 		return nil, "handler error", fmt.Errorf("handle %s v%d: %w",

@@ -35,9 +35,9 @@ var testAPIs = map[int16][2]int16{
 
 // testHandler answers Metadata and Produce with empty responses (nothing
 // for acks=0), blocks ListOffsets until its context is cancelled or hold
-// elapses, panics on FindCoordinator, fails Heartbeat and answers SyncGroup
-// with a Metadata response. It counts calls
-// and the highest number of concurrent calls.
+// elapses (a wait it tells RequestContext.Waited), panics on
+// FindCoordinator, fails Heartbeat and answers SyncGroup with a Metadata
+// response. It counts calls and the highest number of concurrent calls.
 type testHandler struct {
 	mu        sync.Mutex
 	calls     map[int16]int
@@ -107,11 +107,14 @@ func (h *testHandler) Handle(ctx context.Context, rc *RequestContext, req kmsg.R
 		if h.hold > 0 {
 			timeout = time.After(h.hold)
 		}
+		waitStart := time.Now()
 		select {
 		case <-ctx.Done():
 			h.cancelled <- struct{}{}
 			return nil, ctx.Err()
 		case <-timeout:
+			// A wait, as the broker's Waiter reports its own.
+			rc.Waited(time.Since(waitStart))
 			return r.ResponseKind(), nil
 		}
 	case *kmsg.FetchRequest:

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -56,11 +57,27 @@ type Handler interface {
 type RequestObserver interface {
 	// RequestDone is called once a request has been answered (its
 	// response written, or none sent for acks=0), with the frame's size
-	// and its times: queue from its last byte read to its handling
-	// (requests read ahead wait behind the one handled), send for
-	// writing its response, total from its last byte read to its
-	// response written.
-	RequestDone(apiKey, apiVersion int16, requestBytes int, queue, send, total time.Duration)
+	// and its times.
+	RequestDone(apiKey, apiVersion int16, requestBytes int, t RequestTimes)
+}
+
+// RequestTimes are one request's times, split as Kafka's RequestMetrics
+// split them. They add up: Queue + Local + Remote + Send = Total.
+type RequestTimes struct {
+	// Queue runs from the request's last byte read to its handling:
+	// requests read ahead wait behind the one handled.
+	Queue time.Duration
+	// Local is the handler's own work: its time less Remote.
+	Local time.Duration
+	// Remote is the time the handler waited for other brokers or for
+	// data (acks=-1, long polls, group commits), as told to
+	// RequestContext.Waited.
+	Remote time.Duration
+	// Send is the time to write the response.
+	Send time.Duration
+	// Total runs from the request's last byte read to its response
+	// written.
+	Total time.Duration
 }
 
 // RequestContext describes where a request came from.
@@ -76,7 +93,16 @@ type RequestContext struct {
 	// after its append must not keep other clients' (and followers')
 	// requests from being read. The request must not be used after.
 	ReleaseRequest func()
+
+	// remote adds up the nanoseconds the handler waited (Waited).
+	remote atomic.Int64
 }
+
+// Waited adds d to the time the handler spent waiting for other brokers
+// or for data, which the request metrics count as remote rather than
+// local time. The handler's one wait mechanism calls it (the broker hands
+// rc to replica.WithWaitClock); it is safe from any goroutine.
+func (rc *RequestContext) Waited(d time.Duration) { rc.remote.Add(int64(d)) }
 
 // Listener is one named address to accept connections on.
 type Listener struct {

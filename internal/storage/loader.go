@@ -83,6 +83,7 @@ func (l *Log) load(recoveryPoint, logStart int64, clean bool) error {
 		// operator why a start after a crash reads data.
 		l.logger.Info("recovering unflushed segments", "dir", l.dir, "recovery_point", recoveryPoint,
 			"from_segment", segs[recoverFrom].base, "segments", len(segs)-recoverFrom)
+		l.recoveredSegments = len(segs) - recoverFrom
 		for i := recoverFrom; i < len(segs); i++ {
 			// The epochs of recovered batches go into the leader epoch
 			// cache too: a crash may come between a follower's append

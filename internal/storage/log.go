@@ -148,10 +148,23 @@ type Log struct {
 	// to see which renames were made durable.
 	fsyncDir func(dir string) error
 
+	// flushObserver, when set (by the Manager, before the log is shared),
+	// times each segment fsync of a flush or roll.
+	flushObserver FlushObserver
+	// recoveredSegments counts the unflushed segments load recovered.
+	recoveredSegments int
+
 	// onStartLowered, when set (by the Manager, before the log is shared),
 	// is called after a truncation moved the log start offset down, so the
 	// checkpointed log start is rewritten before a crash can apply it.
 	onStartLowered func()
+}
+
+// FlushObserver is told how long each fsync of a segment took, as Kafka
+// times LogFlushRateAndTimeMs (the broker's metrics). It may be called
+// with the log's lock held, so it must be quick.
+type FlushObserver interface {
+	LogFlushed(d time.Duration)
 }
 
 // leaderEpochFile is the per-partition leader epoch checkpoint.
@@ -299,6 +312,7 @@ func (l *Log) syncFromRecoveryPointLocked(withActiveIndexes bool) error {
 	segs := l.segments()
 	last := len(segs) - 1
 	for i := max(floorSegment(segs, l.recoveryPoint.Load()), 0); i <= last; i++ {
+		start := time.Now()
 		var err error
 		if i < last || withActiveIndexes {
 			err = segs[i].flush()
@@ -307,6 +321,9 @@ func (l *Log) syncFromRecoveryPointLocked(withActiveIndexes bool) error {
 		}
 		if err != nil {
 			return fmt.Errorf("flush %s: %w: %w", l.dir, ErrStorage, err)
+		}
+		if l.flushObserver != nil {
+			l.flushObserver.LogFlushed(time.Since(start))
 		}
 	}
 	return nil

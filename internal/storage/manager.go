@@ -74,6 +74,9 @@ type ManagerConfig struct {
 	DisableCleaner          bool  // log.cleaner.enable=false (the zero value keeps Kafka's default: on)
 	CleanerBackoffMs        int64 // log.cleaner.backoff.ms (15000): idle wait between looks
 	CleanerDedupeBufferSize int64 // log.cleaner.dedupe.buffer.size (134217728): offset map budget
+
+	// FlushObserver, if set, times every segment fsync of every log.
+	FlushObserver FlushObserver
 }
 
 // managedLog is a log and the index of the log dir holding it.
@@ -105,6 +108,8 @@ type Manager struct {
 	ckMu sync.Mutex // one checkpoint writer at a time
 
 	files *fileCache // segment descriptors of every log
+
+	loaded LoadStats // what OpenManager loaded; never changed after
 
 	cleaner cleanerRunner
 }
@@ -203,6 +208,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 	l, err := openLogWithFiles(filepath.Join(m.cfg.Dirs[dir], tp.dirName()), cfg, 0, 0, false, m.logger, m.files)
 	if err == nil {
 		l.onStartLowered = m.checkpointAfterTruncation
+		l.flushObserver = m.cfg.FlushObserver
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

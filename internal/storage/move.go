@@ -139,6 +139,7 @@ func (m *Manager) finishMove(tp TopicPartition, ml managedLog, l *Log) {
 	delete(m.moving, tp)
 	if l != nil {
 		l.onStartLowered = m.checkpointAfterTruncation
+		l.flushObserver = m.cfg.FlushObserver
 		m.logs[tp] = ml
 		m.perDir[ml.dir]++
 	}
