@@ -170,14 +170,31 @@ func (s *Server) addPartitions(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, "/topics/"+pathEscape(name), fmt.Sprintf("Topic %s now has %d partitions.", name, count))
 }
 
-// kafkaErr is a Kafka error code's error with the broker's message,
-// when it says more than the code's own text.
+// kafkaErr is a Kafka error code's error with the broker's message. The
+// message, when there is one, replaces the code's generic description
+// (franz-go describes INVALID_PARTITIONS as "Number of partitions is
+// below 1.", which a refused decrease is not).
 func kafkaErr(err error, msg string) error {
-	if msg == "" || strings.Contains(err.Error(), msg) {
+	if msg == "" {
 		return err
 	}
-	return fmt.Errorf("%w (%s)", err, msg)
+	return &brokerError{err: err, msg: msg}
 }
+
+type brokerError struct {
+	err error
+	msg string
+}
+
+func (e *brokerError) Error() string {
+	var ke *kerr.Error
+	if errors.As(e.err, &ke) {
+		return ke.Message + ": " + e.msg
+	}
+	return e.err.Error() + ": " + e.msg
+}
+
+func (e *brokerError) Unwrap() error { return e.err }
 
 // resetPlan is a reset's confirmation: each partition's commit now and
 // the offset it will be set to.
