@@ -1,9 +1,10 @@
 // Package console is weir's built-in web console: server-rendered pages
 // over the cluster's state (brokers, topics, partitions, records, consumer
-// groups) and a few actions (create/delete topic, edit topic configs,
-// reset a group's offsets). It holds no state of its own and reaches the
-// cluster only through a Kafka client, so everything it shows or does is
-// what any Kafka client could see or do.
+// groups) and a few actions (create/delete topic, add partitions, edit
+// topic configs, reset a group's offsets). It reaches the cluster only
+// through a Kafka client, so everything it shows or does is what any
+// Kafka client could see or do; its one state of its own is the last
+// minutes of the broker's byte counters, for the throughput graph.
 package console
 
 import (
