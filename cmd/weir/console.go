@@ -31,6 +31,9 @@ type webConsole struct {
 	cancel context.CancelFunc
 	done   chan error
 	client *kgo.Client
+	// traffic is the broker's byte counters, for the throughput graph.
+	traffic *broker.Traffic
+	nodeID  int32
 }
 
 // listenConsole binds console.listener, if set. fallback (the
@@ -59,11 +62,14 @@ func listenConsole(ctx context.Context, cfg *config.Broker, fallback bool, logge
 	return c, nil
 }
 
-// hook chains the console's start onto the broker's Ready callback.
+// hook chains the console's start onto the broker's Ready callback, and
+// hands the broker the counters the console graphs.
 func (c *webConsole) hook(opts *broker.Options) {
 	if c == nil {
 		return
 	}
+	c.traffic, c.nodeID = &broker.Traffic{}, opts.NodeID
+	opts.Traffic = c.traffic
 	listener := opts.Listeners[0].Name
 	prev := opts.Ready
 	opts.Ready = func(addrs map[string]net.Addr) {
@@ -94,7 +100,8 @@ func (c *webConsole) start(kafka net.Addr) error {
 	if err != nil {
 		return fmt.Errorf("console client: %w", err)
 	}
-	srv, err := console.New(console.Config{Client: c.client, Seeds: []string{seed}, Logger: c.log, ListenHost: c.host})
+	srv, err := console.New(console.Config{Client: c.client, Seeds: []string{seed}, Logger: c.log, ListenHost: c.host,
+		NodeID: c.nodeID, Traffic: c.traffic.Totals})
 	if err != nil {
 		c.client.Close()
 		c.client = nil

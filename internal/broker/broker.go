@@ -92,6 +92,9 @@ type Options struct {
 	// Metrics configures the metrics listener (metrics.go); its zero
 	// value is off.
 	Metrics MetricsOptions
+	// Traffic, if set, is told this broker's record bytes in and out
+	// (traffic.go).
+	Traffic *Traffic
 	// Ready, if set, is called once the broker serves, with the bound
 	// address of each listener by name.
 	Ready func(addrs map[string]net.Addr)
@@ -192,6 +195,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, stopMetrics()) }()
+	if opts.Traffic != nil {
+		b.obs = trafficObserver{eventObserver: b.events(), traffic: opts.Traffic}
+	}
 
 	// Raft's port: the CONTROLLER listener's, shared with the
 	// controller's Kafka APIs; on a broker-only node, the inter-broker

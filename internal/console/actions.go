@@ -106,7 +106,7 @@ func (s *Server) alterConfigs(w http.ResponseWriter, r *http.Request) {
 	resps, err := s.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: op, Name: key, Value: &value}}, name)
 	for _, r := range resps {
 		if err == nil && r.Err != nil {
-			err = fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+			err = kafkaErr(r.Err, r.ErrMessage)
 		}
 	}
 	if err != nil {
@@ -115,6 +115,86 @@ func (s *Server) alterConfigs(w http.ResponseWriter, r *http.Request) {
 	}
 	redirect(w, r, "/topics/"+pathEscape(name), key+" "+verb+".")
 }
+
+// addPartitions grows a topic to the partition count asked for
+// (CreatePartitions, as kafka-topics --alter --partitions does). The
+// first POST sends it with ValidateOnly, so that a count the controller
+// refuses (INVALID_PARTITIONS for fewer partitions or the same number)
+// shows at once, and asks for a confirmation: partitions cannot be taken
+// back, and keyed records may map to other partitions from then on.
+func (s *Server) addPartitions(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("topic")
+	what := "Increase partitions of " + name
+	count, err := strconv.ParseInt(strings.TrimSpace(r.PostFormValue("count")), 10, 32)
+	if err != nil || count < 1 {
+		s.fail(w, r, http.StatusBadRequest, "topics", what, fmt.Errorf("partition count %q: want a whole number, 1 or more", r.PostFormValue("count")))
+		return
+	}
+	confirmed := r.PostFormValue("confirm") == "yes"
+	ctx, cancel := s.reqCtx(r)
+	defer cancel()
+	var resps kadm.CreatePartitionsResponses
+	if confirmed {
+		resps, err = s.adm.UpdatePartitions(ctx, int(count), name)
+	} else {
+		resps, err = s.adm.ValidateUpdatePartitions(ctx, int(count), name)
+	}
+	if err == nil {
+		if resp, ok := resps[name]; !ok {
+			err = errors.New("no answer for the topic")
+		} else if resp.Err != nil {
+			err = kafkaErr(resp.Err, resp.ErrMessage)
+		}
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, "topics", what, err)
+		return
+	}
+	if !confirmed {
+		from := "its current count"
+		if md, err := s.adm.Metadata(ctx, name); err == nil {
+			if td, ok := md.Topics[name]; ok && td.Err == nil {
+				from = strconv.Itoa(len(td.Partitions))
+			}
+		}
+		s.render(w, r, http.StatusOK, "confirm", page{Title: what, Nav: "topics", Data: confirmData{
+			Action: "/topics/" + pathEscape(name) + "/partitions",
+			Question: fmt.Sprintf("Increase topic %s from %s to %d partitions? Partitions cannot be removed again, "+
+				"and records with a key may go to another partition than the same key's earlier records.", name, from, count),
+			Button: fmt.Sprintf("Increase to %d partitions", count),
+			Back:   "/topics/" + pathEscape(name),
+			Fields: map[string]string{"count": strconv.FormatInt(count, 10)},
+		}})
+		return
+	}
+	redirect(w, r, "/topics/"+pathEscape(name), fmt.Sprintf("Topic %s now has %d partitions.", name, count))
+}
+
+// kafkaErr is a Kafka error code's error with the broker's message. The
+// message, when there is one, replaces the code's generic description
+// (franz-go describes INVALID_PARTITIONS as "Number of partitions is
+// below 1.", which a refused decrease is not).
+func kafkaErr(err error, msg string) error {
+	if msg == "" {
+		return err
+	}
+	return &brokerError{err: err, msg: msg}
+}
+
+type brokerError struct {
+	err error
+	msg string
+}
+
+func (e *brokerError) Error() string {
+	var ke *kerr.Error
+	if errors.As(e.err, &ke) {
+		return ke.Message + ": " + e.msg
+	}
+	return e.err.Error() + ": " + e.msg
+}
+
+func (e *brokerError) Unwrap() error { return e.err }
 
 // resetPlan is a reset's confirmation: each partition's commit now and
 // the offset it will be set to.

@@ -1,9 +1,10 @@
 // Package console is weir's built-in web console: server-rendered pages
 // over the cluster's state (brokers, topics, partitions, records, consumer
-// groups) and a few actions (create/delete topic, edit topic configs,
-// reset a group's offsets). It holds no state of its own and reaches the
-// cluster only through a Kafka client, so everything it shows or does is
-// what any Kafka client could see or do.
+// groups) and a few actions (create/delete topic, add partitions, edit
+// topic configs, reset a group's offsets). It reaches the cluster only
+// through a Kafka client, so everything it shows or does is what any
+// Kafka client could see or do; its one state of its own is the last
+// minutes of the broker's byte counters, for the throughput graph.
 package console
 
 import (
@@ -46,6 +47,12 @@ type Config struct {
 	// name was made to resolve to 127.0.0.1 (DNS rebinding) would
 	// otherwise be same-origin with the console and pass its CSRF check.
 	ListenHost string
+	// NodeID is the broker the console runs in (the throughput graph's
+	// label).
+	NodeID int32
+	// Traffic, if set, reads this broker's record bytes in and out so
+	// far; the overview graphs their rates (throughput.go).
+	Traffic func() (in, out int64)
 }
 
 // Server serves the console's pages.
@@ -56,6 +63,8 @@ type Server struct {
 	pages map[string]*template.Template
 	csrf  *csrf
 	mux   *http.ServeMux
+	// traffic holds the Traffic samples, while Serve runs.
+	traffic *ring
 }
 
 // New builds the console; it serves nothing until Serve or Handler.
@@ -73,7 +82,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, adm: kadm.NewClient(cfg.Client), log: cfg.Logger, csrf: c, pages: map[string]*template.Template{}}
+	s := &Server{cfg: cfg, adm: kadm.NewClient(cfg.Client), log: cfg.Logger, csrf: c, pages: map[string]*template.Template{},
+		traffic: newRing(trafficSamples)}
 	if err := s.parseTemplates(); err != nil {
 		return nil, err
 	}
@@ -115,6 +125,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /topics", s.createTopic)
 	m.HandleFunc("POST /topics/{topic}/delete", s.deleteTopic)
 	m.HandleFunc("POST /topics/{topic}/configs", s.alterConfigs)
+	m.HandleFunc("POST /topics/{topic}/partitions", s.addPartitions)
 	m.HandleFunc("POST /groups/{group}/reset", s.resetOffsets)
 	s.mux = m
 }
@@ -155,8 +166,21 @@ func (s *Server) hostAllowed(hostport string) bool {
 }
 
 // Serve serves the console on ln until ctx is cancelled, then shuts the
-// HTTP server down (requests in flight get a few seconds).
+// HTTP server down (requests in flight get a few seconds). While it runs
+// it samples Config.Traffic.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.cfg.Traffic != nil {
+		sctx, stop := context.WithCancel(ctx)
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			s.sampleTraffic(sctx)
+		}()
+		defer func() {
+			stop()
+			<-sampled
+		}()
+	}
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -1,12 +1,15 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 func TestShow(t *testing.T) {
@@ -122,5 +125,20 @@ func TestHostAllowed(t *testing.T) {
 		if got := s.hostAllowed(c.host); got != c.ok {
 			t.Errorf("listening on %q, Host %q allowed=%v, want %v", c.bind, c.host, got, c.ok)
 		}
+	}
+}
+
+// A broker's error message is shown with the code's name in place of
+// franz-go's generic description, and the code still matches.
+func TestKafkaErr(t *testing.T) {
+	err := kafkaErr(kerr.InvalidPartitions, `topic "t" has 5 partitions, more than the requested 2`)
+	if got := err.Error(); got != `INVALID_PARTITIONS: topic "t" has 5 partitions, more than the requested 2` {
+		t.Errorf("shown as %q", got)
+	}
+	if !errors.Is(err, kerr.InvalidPartitions) {
+		t.Error("the code is lost")
+	}
+	if got := kafkaErr(kerr.InvalidPartitions, "").Error(); got != kerr.InvalidPartitions.Error() {
+		t.Errorf("no message: %q", got)
 	}
 }

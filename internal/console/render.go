@@ -26,6 +26,7 @@ var funcs = map[string]any{
 	"ints":       joinInts,
 	"millis":     formatMillis,
 	"pathEscape": pathEscape,
+	"rate":       humanRate,
 }
 
 func humanBytes(n int64) string {

@@ -22,12 +22,21 @@ import (
 // and returns the console's base URL (no trailing slash).
 func startConsole(t *testing.T) (*harness.Broker, string) {
 	t.Helper()
-	b := harness.StartBroker(t, "console.listener=http://127.0.0.1:0")
+	b := harness.StartBroker(t, consoleOn)
+	return b, consoleURL(t, b)
+}
+
+// consoleOn is the override that serves a console at a free loopback port.
+const consoleOn = "console.listener=http://127.0.0.1:0"
+
+// consoleURL is the address b's console logged it listens at.
+func consoleURL(t *testing.T, b *harness.Broker) string {
+	t.Helper()
 	m := regexp.MustCompile(`msg="console listening" url=(http://\S+)/`).FindStringSubmatch(b.Output())
 	if m == nil {
 		t.Fatalf("no console address in the broker's log:\n%s", b.Output())
 	}
-	return b, m[1]
+	return m[1]
 }
 
 // browser is one headless Chromium, its own profile, driven over the
@@ -186,8 +195,13 @@ func (br *browser) submitStatus(what string, status int64, actions ...chromedp.A
 	}
 }
 
+// text is the text of the first element sel matches; none fails the
+// test at once (the pages are whole when loaded: nothing comes later).
 func (br *browser) text(sel string) string {
 	br.t.Helper()
+	if !eval[bool](br, `document.querySelector(`+fmt.Sprintf("%q", sel)+`) !== null`) {
+		br.t.Fatalf("no element %s on the page", sel)
+	}
 	s, err := chromedp.Run(br.ctx, chromedp.TextContent(chromedp.CSS(sel)))
 	if err != nil {
 		br.t.Fatalf("text of %s: %v", sel, err)

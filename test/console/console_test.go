@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -27,12 +28,19 @@ func TestConsolePages(t *testing.T) {
 	consumeAll(t, b, "billing", s.produced, true)
 	br := newBrowser(t)
 
-	br.open(base + "/")
+	// The records seed wrote and consumeAll read are in the graph.
+	waitTraffic(t, br, base)
 	if got := br.text("#n-topics"); got != "3" { // orders, audit, __consumer_offsets
 		t.Errorf("overview: %s topics, want 3", got)
 	}
 	if got := br.text("#brokers tbody"); !strings.Contains(got, b.Addr) || !strings.Contains(got, "controller") {
 		t.Errorf("overview brokers table %q: no %s controller", got, b.Addr)
+	}
+	if got := br.text(`#brokers tr[data-id="1"] .fenced`); got != "no" {
+		t.Errorf("overview: broker 1's fenced column %q, want no", got)
+	}
+	if os.Getenv("WEIR_CONSOLE_SCREENSHOTS") != "" {
+		moreTraffic(t, b, br, base, 12) // a graph with a shape to show
 	}
 	br.screenshot("overview")
 
