@@ -20,6 +20,17 @@ func StartKfake(bin string) (*Broker, error) {
 	return &Broker{Name: Kfake, Addrs: []string{m[1]}, Procs: []*proc.Proc{p}}, nil
 }
 
+// StartSink starts cmd/kfake -sink: a broker that answers every Produce
+// as stored and keeps nothing, against which a producer reaches the
+// client's own limit on this machine.
+func StartSink(bin string) (*Broker, error) {
+	p, m, err := proc.Start("sink", bin, []string{"-sink"}, kfakeReady, startTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return &Broker{Name: Sink, Addrs: []string{m[1]}, Procs: []*proc.Proc{p}}, nil
+}
+
 // natsListening is nats-server's log line with its client port; it binds
 // a random free one with -p -1.
 var natsListening = regexp.MustCompile(`Listening for client connections on (\S+)`)

@@ -16,6 +16,7 @@ const (
 	WeirCluster = "weir 3-node"
 	Kfake       = "kfake"
 	JetStream   = "JetStream"
+	Sink        = "sink"
 )
 
 // startTimeout bounds a start on a loaded 2-core machine (10,000

@@ -23,7 +23,7 @@ func Render(r *Run, charts []Chart) string {
 	renderTargets(p, r)
 	renderMethod(p, r)
 	sections := []struct{ kind, title, limitNote string }{
-		{Produce, "Produce", "Limit: the same bytes streamed over one loopback TCP connection in the weir client's mean batch size, no protocol."},
+		{Produce, "Produce", "Limits: the same bytes streamed over one loopback TCP connection in the weir client's mean batch size, no protocol; and the client limit: the same producers, settings and records against a sink broker (this module's kfake with `-sink`) that answers every Produce as stored at once and keeps nothing, so what they reach there is what the client itself can send on this machine, whatever the broker."},
 		{Consume, "Consume from the page cache", "Limits: the loopback stream above (the producer's batches), and sendfile of a file of the same bytes to a loopback socket in 1 MiB chunks."},
 		{ConsumeCold, "Consume from a cold start", "The segment files' pages are written back and dropped (posix_fadvise DONTNEED per file, not drop_caches: the machine is shared) before the consumer starts. kfake keeps records in memory and has no cold start. Limit: sendfile of a dropped file (read from the disk)."},
 		{ProduceFsync, "Produce with fsync", "weir with `log.flush.interval.messages=1` (an fsync after every append, i.e. every produce batch of the partition). Limit: the same bytes appended to a file in the same batch sizes with an fsync after each write."},
@@ -104,7 +104,7 @@ func renderTargets(p printer, r *Run) {
 	p("")
 	p("| Target | Measured | |")
 	p("|---|---|---|")
-	for _, t := range r.Targets() {
+	for _, t := range append(r.Targets(), r.References()...) {
 		p("| %s | %s | %s |", t.Goal, t.Measured, t.Met)
 	}
 	p("")

@@ -17,6 +17,7 @@ const (
 // Names of the limits and of the cluster case's series.
 const (
 	LimitLoopback     = "loopback TCP"
+	LimitClient       = "client limit"
 	LimitFileAppend   = "file append"
 	LimitFileFsync    = "file append + fsync"
 	LimitSendfile     = "sendfile"
@@ -94,6 +95,23 @@ func (r *Run) Targets() []Target {
 	ts = append(ts, r.latencyTarget())
 	ts = append(ts, r.startupTargets()...)
 	return append(ts, r.recoveryTarget())
+}
+
+// References are figures beside the targets that say where a target's
+// bound lies: produce as a fraction of the client limit (what the same
+// producers reach against a broker that does nothing).
+func (r *Run) References() []Target {
+	var out []Target
+	for _, acks := range []int{1, -1} {
+		id := CaseID(Produce, headSize, headPartitions, 1, acks)
+		t := ratioTarget(fmt.Sprintf("Produce 1 KiB acks=%d as a fraction of the client limit", acks),
+			r.peerOf(id, "weir"), r.peerOf(id, LimitClient), false, 0, true)
+		if t.Measured != "—" {
+			t.Met = "reference"
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 func (r *Run) latencyTarget() Target {

@@ -63,13 +63,15 @@ func (s *Suite) produceCombo(ctx context.Context, size, parts, prods, acks int) 
 	if acks == 1 {
 		starts = append(starts, func() (*peer.Broker, error) { return peer.StartNATS(s.bins.NATS, s.cfg.Tmp) })
 	}
-	brokers, err := s.startAll(starts...)
+	brokers, err := s.startAll(append(starts, func() (*peer.Broker, error) { return peer.StartSink(s.bins.Kfake) })...)
 	if err != nil {
 		return err
 	}
 	defer s.stopAll(brokers)
+	sink := brokers[len(brokers)-1] // a limit, not a peer
+	brokers = brokers[:len(brokers)-1]
 
-	cc := comboCases{prod: newCase(report.Produce, size, parts, prods, acks, brokers, report.LimitLoopback)}
+	cc := comboCases{prod: newCase(report.Produce, size, parts, prods, acks, brokers, report.LimitLoopback, report.LimitClient)}
 	if prods == 1 && acks == 1 {
 		cc.cons = newCase(report.Consume, size, parts, prods, acks, brokers, report.LimitLoopback, report.LimitSendfile)
 		var disk []*peer.Broker
@@ -91,6 +93,7 @@ func (s *Suite) produceCombo(ctx context.Context, size, parts, prods, acks int) 
 			}
 		}
 		s.limitRound(cc, weirBytes, weirBatch)
+		s.clientLimitRound(ctx, sink, w, cc)
 	}
 	s.run.Cases = append(s.run.Cases, *cc.prod)
 	if cc.cons != nil {
@@ -171,6 +174,20 @@ func (s *Suite) consumeRounds(ctx context.Context, b *peer.Broker, topic string,
 		s.note("%s on %s: %v", cc.cold.ID, b.Name, err)
 	}
 	addRound(se, res, err == nil)
+}
+
+// clientLimitRound runs the round's produce against the sink broker.
+func (s *Suite) clientLimitRound(ctx context.Context, sink *peer.Broker, w load.Workload, cc comboCases) {
+	topic := s.topic()
+	err := createTopic(ctx, sink, topic, w.Partitions, 1, nil)
+	var res load.Result
+	if err == nil {
+		res, _, err = produce(ctx, sink, topic, w)
+	}
+	if err != nil {
+		s.note("%s client limit: %v", cc.prod.ID, err)
+	}
+	addLimit(cc.prod.Peer(report.LimitClient), res.Bytes, res.Elapsed, err == nil)
 }
 
 // limitRound measures the machine's limits with the bytes weir moved this
