@@ -13,10 +13,10 @@ var (
 	// ErrTopicExists: TOPIC_ALREADY_EXISTS (36).
 	ErrTopicExists = errors.New("topic already exists")
 	// ErrTopicCreationUnsettled: REQUEST_TIMED_OUT (7), retriable. The
-	// name is held by a creation whose creator is gone (a controller
-	// failover cut it short) and that is being undone: saying the topic
-	// exists would name a topic that never appears.
-	ErrTopicCreationUnsettled = errors.New("an earlier creation of this topic is being undone")
+	// name is held by a creation not finished yet (still preparing, or
+	// cut short by a controller failover and being undone): saying the
+	// topic exists could name a topic that never appears.
+	ErrTopicCreationUnsettled = errors.New("an earlier creation of this topic is not settled yet")
 	// ErrInvalidPartitions: INVALID_PARTITIONS (37).
 	ErrInvalidPartitions = errors.New("invalid partitions")
 	// ErrInvalidReplicationFactor: INVALID_REPLICATION_FACTOR (38).

@@ -60,8 +60,14 @@ func (c *Controller) CreateTopic(ctx context.Context, r CreateTopic) (*Topic, er
 	if err := c.checkTopicName(r.Name); err != nil {
 		return nil, err
 	}
-	if t := im.TopicByNameWithPending(r.Name); t != nil && t.Pending && c.isOrphan(t) {
-		c.requestSweep()
+	// A name held by a pending topic is neither free nor taken: its
+	// creation may still activate it or abort it (an orphan is aborted
+	// for sure). "Already exists" would name a topic that may never
+	// appear, so the answer is retriable; the retry sees how it ended.
+	if t := im.TopicByNameWithPending(r.Name); t != nil && t.Pending {
+		if c.isOrphan(t) {
+			c.requestSweep()
+		}
 		return nil, fmt.Errorf("%w: topic %q: retry", ErrTopicCreationUnsettled, r.Name)
 	}
 	if err := checkNewTopicName(im, r.Name); err != nil {

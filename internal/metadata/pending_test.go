@@ -222,3 +222,36 @@ func TestCreateOverOrphanedPendingIsRetriable(t *testing.T) {
 		t.Fatalf("created %+v, want a new visible topic", top)
 	}
 }
+
+// TestCreateDuringAnotherCreationIsRetriable: a create of a name whose
+// creation is still preparing (a client's retry after its first request
+// timed out, or a second creator) gets a retriable answer, not "already
+// exists": that creation may still abort. Once it has activated, the
+// answer is "already exists"; had it aborted, the name would be free.
+func TestCreateDuringAnotherCreationIsRetriable(t *testing.T) {
+	c := newTestController(t, 1)
+	ctx := testCtx(t)
+	preparing, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.CreateTopic(ctx, CreateTopic{Name: "raced", NumPartitions: 1, ReplicationFactor: 1,
+			Prepare: func(context.Context, *Topic) error {
+				close(preparing)
+				<-release
+				return nil
+			}})
+		done <- err
+	}()
+	<-preparing
+	req := CreateTopic{Name: "raced", NumPartitions: 1, ReplicationFactor: 1}
+	if _, err := c.CreateTopic(ctx, req); !errors.Is(err, ErrTopicCreationUnsettled) {
+		t.Fatalf("create while another creation prepares: %v, want ErrTopicCreationUnsettled", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the first creation: %v", err)
+	}
+	if _, err := c.CreateTopic(ctx, req); !errors.Is(err, ErrTopicExists) {
+		t.Fatalf("create after the first activated: %v, want ErrTopicExists", err)
+	}
+}

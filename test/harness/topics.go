@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -93,16 +94,30 @@ func (c *Cluster) CreateAssignedTopic(topic string, assignment [][]int32, config
 		rt.Configs = append(rt.Configs, cfg)
 	}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(Ctx(c.t, timeout), c.Client())
-	if err == nil && len(resp.Topics) != 1 {
-		err = fmt.Errorf("%d topics in the answer", len(resp.Topics))
-	}
-	if err == nil {
-		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
-	}
-	if err != nil {
+	// A retriable answer (the controller failed over, or an attempt of
+	// ours timed out while its creation was still settling) is retried;
+	// "already exists" after such an attempt is that attempt's topic.
+	cl := c.Client()
+	attempts := 0
+	WaitFor(c.t, timeout, "topic "+topic+" to be created", func() bool {
+		attempts++
+		resp, err := req.RequestWith(Ctx(c.t, timeout), cl)
+		if err == nil && len(resp.Topics) != 1 {
+			err = fmt.Errorf("%d topics in the answer", len(resp.Topics))
+		}
+		if err == nil {
+			err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+		}
+		switch {
+		case err == nil, attempts > 1 && errors.Is(err, kerr.TopicAlreadyExists):
+			return true
+		case kerr.IsRetriable(err):
+			c.t.Logf("create topic %s: %v; retrying", topic, err)
+			return false
+		}
 		c.t.Fatalf("create topic %s with assignment %v: %v", topic, assignment, err)
-	}
+		return false
+	})
 	for p, replicas := range assignment {
 		c.WaitPartition(topic, int32(p), timeout, "a leader and a full ISR", func(st PartitionState) bool {
 			return st.Leader >= 0 && len(st.ISR) == len(replicas)
