@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -68,34 +67,6 @@ func produceDirect(t *testing.T, b *harness.Broker, topic string, partition int3
 		t.Fatalf("produce %d records to %s-%d on %s: %v", len(values), topic, partition, b.Addr, err)
 	}
 	return r.BaseOffset
-}
-
-// metadataOn asks one node, directly, for a topic's partitions.
-func metadataOn(b *harness.Broker, topic string) ([]kmsg.MetadataResponseTopicPartition, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	for _, mt := range resp.(*kmsg.MetadataResponse).Topics {
-		if mt.Topic != nil && *mt.Topic == topic {
-			if err := kerr.ErrorForCode(mt.ErrorCode); err != nil {
-				return nil, err
-			}
-			return mt.Partitions, nil
-		}
-	}
-	return nil, fmt.Errorf("%s not in the metadata of %s", topic, b.Addr)
 }
 
 // produceSyncEach writes each value as its own batch (one synchronous
@@ -245,7 +216,7 @@ func waitAgreedPartition(t *testing.T, c *harness.Cluster, topic string, partiti
 			if !b.Running() {
 				continue
 			}
-			parts, err := metadataOn(b, topic)
+			parts, err := b.TopicMetadata(topic)
 			if err != nil {
 				return false
 			}

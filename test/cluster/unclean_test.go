@@ -17,7 +17,7 @@ import (
 // partitionOn asks one node, directly, for a partition's metadata.
 func partitionOn(b *harness.Broker, topic string, p int32) (kmsg.MetadataResponseTopicPartition, error) {
 	var out kmsg.MetadataResponseTopicPartition
-	parts, err := metadataOn(b, topic)
+	parts, err := b.TopicMetadata(topic)
 	if err != nil {
 		return out, err
 	}

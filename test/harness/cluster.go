@@ -2,7 +2,6 @@ package harness
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Cluster is several weir processes forming one cluster: node i+1 is
@@ -190,29 +188,13 @@ func (b *Broker) Partition(topic string, p int32) (PartitionState, error) {
 }
 
 func partitionFrom(addr, topic string, p int32) (PartitionState, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
+	parts, err := topicMetadataOf(addr, topic)
 	if err != nil {
 		return PartitionState{}, err
 	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
-	if err != nil {
-		return PartitionState{}, err
-	}
-	for _, t := range resp.(*kmsg.MetadataResponse).Topics {
-		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			return PartitionState{}, err
-		}
-		for _, mp := range t.Partitions {
-			if mp.Partition == p {
-				return PartitionState{Leader: mp.Leader, LeaderEpoch: mp.LeaderEpoch, Replicas: mp.Replicas, ISR: mp.ISR, Err: kerr.ErrorForCode(mp.ErrorCode)}, nil
-			}
+	for _, mp := range parts {
+		if mp.Partition == p {
+			return PartitionState{Leader: mp.Leader, LeaderEpoch: mp.LeaderEpoch, Replicas: mp.Replicas, ISR: mp.ISR, Err: kerr.ErrorForCode(mp.ErrorCode)}, nil
 		}
 	}
 	return PartitionState{}, fmt.Errorf("%s-%d not in the metadata of %s", topic, p, addr)

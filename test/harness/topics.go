@@ -37,6 +37,30 @@ func metadataOf(addr string, topics []kmsg.MetadataRequestTopic) (*kmsg.Metadata
 	return resp.(*kmsg.MetadataResponse), nil
 }
 
+// TopicMetadata is a topic's partitions as this node's own Metadata
+// answers it.
+func (b *Broker) TopicMetadata(topic string) ([]kmsg.MetadataResponseTopicPartition, error) {
+	return topicMetadataOf(b.Addr, topic)
+}
+
+func topicMetadataOf(addr, topic string) ([]kmsg.MetadataResponseTopicPartition, error) {
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	resp, err := metadataOf(addr, []kmsg.MetadataRequestTopic{rt})
+	if err != nil {
+		return nil, err
+	}
+	for _, mt := range resp.Topics {
+		if mt.Topic != nil && *mt.Topic == topic {
+			if err := kerr.ErrorForCode(mt.ErrorCode); err != nil {
+				return nil, err
+			}
+			return mt.Partitions, nil
+		}
+	}
+	return nil, fmt.Errorf("%s not in the metadata of %s", topic, addr)
+}
+
 // WaitBrokerLive waits until every running node's Metadata lists broker
 // id (live: registered and unfenced).
 func (c *Cluster) WaitBrokerLive(id int32, timeout time.Duration) {
