@@ -74,6 +74,12 @@ type ManagerConfig struct {
 	DisableCleaner          bool  // log.cleaner.enable=false (the zero value keeps Kafka's default: on)
 	CleanerBackoffMs        int64 // log.cleaner.backoff.ms (15000): idle wait between looks
 	CleanerDedupeBufferSize int64 // log.cleaner.dedupe.buffer.size (134217728): offset map budget
+
+	// BeforeRollFlush, if set, is called (log dir, offset) before each
+	// background flush of rolled segments and may block it; an error
+	// stands for a failed fsync. For tests only: the broker sets it from
+	// WEIR_TEST_ROLL_FLUSH_GATE (cmd/weir).
+	BeforeRollFlush func(dir string, target int64) error
 }
 
 // managedLog is a log and the index of the log dir holding it.
@@ -105,6 +111,9 @@ type Manager struct {
 	ckMu sync.Mutex // one checkpoint writer at a time
 
 	files *fileCache // segment descriptors of every log
+	// flushSlots bounds the roll flushes of all logs running at once
+	// (rollflush.go).
+	flushSlots chan struct{}
 
 	cleaner cleanerRunner
 }
@@ -131,7 +140,8 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 			"max_open_files", files, "rlimit_nofile", limit)
 	}
 	m := &Manager{cfg: cfg, logger: logger, logs: make(map[TopicPartition]managedLog),
-		opening: make(map[TopicPartition]chan struct{}), perDir: make([]int, len(cfg.Dirs)), files: newFileCache(files)}
+		opening: make(map[TopicPartition]chan struct{}), perDir: make([]int, len(cfg.Dirs)), files: newFileCache(files),
+		flushSlots: make(chan struct{}, rollFlushSlots)}
 	if err := m.loadAll(); err != nil {
 		return nil, err
 	}
@@ -202,7 +212,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 
 	l, err := openLogWithFiles(filepath.Join(m.cfg.Dirs[dir], tp.dirName()), cfg, 0, 0, false, m.logger, m.files)
 	if err == nil {
-		l.onStartLowered = m.checkpointAfterTruncation
+		m.adopt(l)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -276,6 +286,15 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		return fmt.Errorf("checkpoint after deleting partition %s: %w", tp.dirName(), err)
 	}
 	return nil
+}
+
+// adopt ties a log just opened, not yet shared, to the manager: its
+// checkpoints after a truncation, the bound on roll flushes running at
+// once, and the test hook.
+func (m *Manager) adopt(l *Log) {
+	l.onStartLowered = m.checkpointAfterTruncation
+	l.flushSlots = m.flushSlots
+	l.beforeRollFlush = m.cfg.BeforeRollFlush
 }
 
 // checkpointAfterTruncation rewrites the checkpoints once a truncation

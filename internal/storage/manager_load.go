@@ -70,7 +70,7 @@ func (m *Manager) loadAll() error {
 					} else {
 						l.setCleanerCheckpoint(j.cleaned)
 						l.SetHighWatermark(min(j.hw, l.LogEndOffset()))
-						l.onStartLowered = m.checkpointAfterTruncation
+						m.adopt(l)
 						m.logs[j.tp] = managedLog{log: l, dir: j.dir}
 						m.perDir[j.dir]++
 					}

@@ -138,7 +138,7 @@ func (m *Manager) finishMove(tp TopicPartition, ml managedLog, l *Log) {
 	defer m.mu.Unlock()
 	delete(m.moving, tp)
 	if l != nil {
-		l.onStartLowered = m.checkpointAfterTruncation
+		m.adopt(l)
 		m.logs[tp] = ml
 		m.perDir[ml.dir]++
 	}
