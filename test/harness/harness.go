@@ -64,10 +64,10 @@ type Broker struct {
 	// Env is added to the process's environment at every start (a
 	// test's hook, e.g. WEIR_TEST_ROLL_FLUSH_GATE); set it before the
 	// start it is for.
-	Env []string
-	fdLimit   int      // RLIMIT_NOFILE of the process, 0 = inherited (limits.go)
-	Addr      string   // client listener host:port
-	CtrlAddr  string   // controller listener host:port
+	Env      []string
+	fdLimit  int    // RLIMIT_NOFILE of the process, 0 = inherited (limits.go)
+	Addr     string // client listener host:port
+	CtrlAddr string // controller listener host:port
 	// MetricsURL is the metrics listener (http://host:port), "" unless
 	// started with metrics.listener (e.g. MetricsListener).
 	MetricsURL string
