@@ -156,13 +156,13 @@ func (l *Log) runRollFlush(job *rollFlush) (segErrs map[*segment]error, err erro
 	epochErr := l.epochs.Flush()
 	var errs []error
 	for _, p := range job.snapshots {
-		// SyncFile fsyncs the directory too, which covers the new
-		// segment's entry.
 		if err := checkpoint.SyncFile(p); err != nil {
 			errs = append(errs, fmt.Errorf("producer snapshot: %w", err))
 		}
 	}
-	if job.syncDir && len(job.snapshots) == 0 {
+	// One fsync of the directory for the new segments' entries and the
+	// snapshots' renames.
+	if job.syncDir || len(job.snapshots) > 0 {
 		if err := l.fsyncDir(l.dir); err != nil {
 			errs = append(errs, err)
 		}

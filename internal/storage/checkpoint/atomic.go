@@ -16,14 +16,15 @@ func WriteFileAtomic(path string, data []byte) error {
 // ReplaceFile writes data to path via path.tmp and rename, without an
 // fsync: a reader sees the old file or the new one, whole, but after a
 // power loss the file may be missing or damaged until the caller has
-// fsynced it and its directory (SyncFile). For files whose loss is
+// fsynced it (SyncFile) and its directory. For files whose loss is
 // detected and repaired (a producer snapshot carries a CRC).
 func ReplaceFile(path string, data []byte) error {
 	return writeFile(path, data, false)
 }
 
-// SyncFile fsyncs the file at path and then its directory; a file that
-// no longer exists has nothing to make durable.
+// SyncFile fsyncs the file at path (not its directory: the caller fsyncs
+// that once for all its files); a file that no longer exists has nothing
+// to make durable.
 func SyncFile(path string) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -38,9 +39,6 @@ func SyncFile(path string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("fsync %s: %w", path, err)
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("sync dir of %s: %w", path, err)
 	}
 	return nil
 }
