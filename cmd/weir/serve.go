@@ -72,6 +72,7 @@ recovered at the next start.`,
 				return err
 			}
 			opts.Logger = logger
+			opts.Storage.BeforeRollFlush = rollFlushGate(logger)
 			if cpuProfile != "" {
 				stop, err := startCPUProfile(cpuProfile)
 				if err != nil {

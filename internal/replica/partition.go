@@ -162,9 +162,10 @@ func (p *Partition) Update(s State) (Transition, error) {
 	leo := p.log.LogEndOffset()
 	if tr == BecameLeader {
 		// In memory only, under appendMu so no append slips in between:
-		// the log writes leader-epoch-checkpoint (with its fsync) before
-		// the epoch's first record (Log.Append), so taking the lead of
-		// thousands of partitions at start costs no disk write.
+		// the log writes leader-epoch-checkpoint before its recovery
+		// point passes the epoch's start (storage/doc.go, Leader
+		// epochs), so taking the lead of thousands of partitions, and
+		// the first Produce to each after that, cost no disk write.
 		if err := p.log.LeaderEpochs().Begin(s.LeaderEpoch, leo); err != nil {
 			p.logger.Warn("leader epoch not recorded", "leader_epoch", s.LeaderEpoch, "start_offset", leo, "err", err)
 		}

@@ -107,11 +107,12 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 	if cfg.LogAppendTime {
 		info.LogAppendTime = nowMs
 	}
-	// The epoch's start must be durable before any record of the epoch
-	// is written (a no-op but for the first append of an epoch, or a
-	// write that failed before): followers truncate by this history.
-	if err := l.epochs.Assign(leaderEpoch, first); err != nil {
-		return AppendInfo{}, fmt.Errorf("append to %s: %w: %w", l.dir, ErrStorage, err)
+	// In memory only (a no-op but for the first append of an epoch):
+	// the file is written before the recovery point passes first, and
+	// until then a crash is followed by a rescan of this batch, which
+	// assigns its epoch again (doc.go, Leader epochs).
+	if err := l.epochs.Begin(leaderEpoch, first); err != nil {
+		return AppendInfo{}, fmt.Errorf("append to %s: %w", l.dir, err)
 	}
 	if err := l.appendLocked(records, refs, cfg, now); err != nil {
 		return AppendInfo{}, err
@@ -154,17 +155,16 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 		return AppendInfo{}, err
 	}
 	// A follower's epoch cache is its only record of where the leader's
-	// epochs began, which truncation after a failover depends on: a
-	// failure to persist it is an error the fetcher backs off on (the
-	// cache retries the write at the next append), not a log line.
-	var epochErr error
+	// epochs began, which truncation after a failover depends on. As on
+	// the leader, the file follows before the recovery point passes
+	// these batches; until then recovery rescans them.
 	for _, r := range refs {
-		if err := l.epochs.Assign(r.h.PartitionLeaderEpoch, r.h.BaseOffset); err != nil {
-			epochErr = fmt.Errorf("appended to %s but %w: %w", l.dir, err, ErrStorage)
+		if r.h.PartitionLeaderEpoch < 0 {
+			continue // written before leader epochs (magic 2 always has one)
 		}
-	}
-	if epochErr != nil {
-		return info, epochErr
+		if err := l.epochs.Begin(r.h.PartitionLeaderEpoch, r.h.BaseOffset); err != nil {
+			return info, fmt.Errorf("appended to %s but %w", l.dir, err)
+		}
 	}
 	info.LogStartOffset = l.logStart.Load()
 	return info, l.afterAppendLocked(info.NumRecords, cfg, now)
@@ -173,8 +173,8 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 // appendLocked writes already patched batches at the log end: rolls if
 // needed, one write, sparse index entries, then publishes size and log end.
 func (l *Log) appendLocked(records []byte, refs []batchRef, cfg Config, now time.Time) error {
-	if l.torn != nil {
-		return fmt.Errorf("append to %s: %w: %w", l.dir, ErrStorage, l.torn)
+	if err := l.writeRefusedLocked(); err != nil {
+		return err
 	}
 	last := refs[len(refs)-1].h.LastOffset()
 	seg, err := l.maybeRollLocked(int64(len(records)), last, cfg, now)
@@ -273,10 +273,11 @@ func (l *Log) maybeRollLocked(size, lastOffset int64, cfg Config, now time.Time)
 	return seg, nil
 }
 
-// rollLocked seals the active segment (final time-index entry, fsync of
-// the .log and both indexes, producer-state snapshot) and starts a new one
-// at the log end. Everything below the new base is then durable, so the
-// recovery point moves there.
+// rollLocked seals the active segment (final time-index entry, producer
+// state snapshot, not fsynced) and starts a new one at the log end. The
+// fsyncs that make everything below the new base durable run outside the
+// lock, and the recovery point moves there once they are done
+// (rollflush.go): appends go on meanwhile.
 func (l *Log) rollLocked(cfg Config) (*segment, error) {
 	old := l.active()
 	newBase := l.logEnd.Load()
@@ -284,32 +285,25 @@ func (l *Log) rollLocked(cfg Config) (*segment, error) {
 	if err := old.file.trimReserved(old.size.Load()); err != nil {
 		l.logger.Warn("give back the space reserved past a sealed segment", "segment", old.base, "err", err)
 	}
-	if err := l.syncFromRecoveryPointLocked(true); err != nil {
-		return nil, fmt.Errorf("roll: %w", err)
-	}
 	if l.hook != nil {
-		if err := l.hook.Snapshot(l.dir, newBase); err != nil {
+		if err := l.hook.Snapshot(l.dir, newBase, false); err != nil {
 			l.logger.Warn("producer state snapshot at roll", "offset", newBase, "err", err)
 		}
 	}
-	seg, err := l.newSegmentLocked(newBase, cfg)
+	seg, err := l.newSegmentLocked(newBase, cfg, false)
 	if err != nil {
 		return nil, err
 	}
 	l.setSegments(append(append([]*segment(nil), l.segments()...), seg))
-	if l.recoveryPoint.Load() < newBase {
-		l.recoveryPoint.Store(newBase)
-	}
-	if l.unflushedMsgs > 0 && l.logEnd.Load() == newBase {
-		l.unflushedMsgs, l.firstUnflushed = 0, time.Time{}
-	}
+	l.scheduleRollFlushLocked(newBase)
 	l.logger.Debug("rolled segment", "old", old.base, "new", newBase, "size", old.size.Load())
 	return seg, nil
 }
 
 // newSegmentLocked creates an empty segment at base, refusing to clobber
-// a non-empty file of the same name.
-func (l *Log) newSegmentLocked(base int64, cfg Config) (*segment, error) {
+// a non-empty file of the same name. The directory is fsynced if syncDir;
+// a roll leaves that to its flush (rollflush.go; Flush does it too).
+func (l *Log) newSegmentLocked(base int64, cfg Config, syncDir bool) (*segment, error) {
 	p := filepath.Join(l.dir, segmentName(base, logSuffix))
 	if st, err := os.Stat(p); err == nil && st.Size() > 0 {
 		return nil, fmt.Errorf("new segment %s already holds %d bytes: %w", p, st.Size(), ErrStorage)
@@ -324,7 +318,10 @@ func (l *Log) newSegmentLocked(base int64, cfg Config) (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new segment in %s: %w: %w", l.dir, ErrStorage, err)
 	}
-	if err := syncDir(l.dir); err != nil {
+	if !syncDir {
+		return seg, nil
+	}
+	if err := l.fsyncDir(l.dir); err != nil {
 		l.logger.Warn("fsync dir after creating segment", "err", err)
 	}
 	return seg, nil

@@ -52,6 +52,7 @@ func TestTruncateSyncsDirAfterRetiringSegments(t *testing.T) {
 		mustAppend(t, l, makeBatch(t, 2, 10, t0.UnixMilli(), fmt.Sprint("b", i)), 0)
 		forceRoll(t, l)
 	}
+	waitRollFlushed(t, l) // the rolls' flushes fsync the dir too, from another goroutine
 	cut := filepath.Join(l.Dir(), segmentName(4, logSuffix))
 	var durable []bool // per dir fsync: was the cut segment already renamed?
 	l.fsyncDir = func(dir string) error {

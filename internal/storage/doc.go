@@ -38,7 +38,12 @@
 // # Concurrency
 //
 // Writers (Append, roll, Flush, TruncateTo, DeleteRecordsBefore,
-// EnforceRetention, Close) serialise on one mutex. Readers take no lock:
+// EnforceRetention, Close) serialise on one mutex. The fsyncs that follow
+// a roll run outside it, in the log's roll flusher (rollflush.go), which
+// takes the mutex only to plan and to move the recovery point. Lock
+// order: Log.mu, then a segment's file and index locks, then the leader
+// epoch cache's (its writeMu before its mu); the roll flusher holds no
+// Log.mu while it fsyncs. Readers take no lock:
 // they load the log end offset, then an immutable segment slice (swapped
 // whole by writers), then each segment's published size, and use pread.
 // Append writes the bytes, adds index entries, publishes the segment
@@ -139,10 +144,41 @@
 //     min(checkpoint, log end). The leader epoch cache is truncated to
 //     [log start, log end).
 //
-// Rolls fsync every segment from the recovery point up to the new one
-// (with indexes) and move the recovery point to the new base; Flush does
-// the same for the active .log. So everything below the recovery point is
-// on disk with valid indexes, which is what step 4 relies on.
+// # Recovery point
+//
+// Everything below the recovery point is on disk with valid indexes,
+// which is what step 4 relies on. A roll seals the old segment (final
+// time-index entry, producer snapshot written but not fsynced) and starts
+// the new one under the writer lock; then its flusher, outside the lock,
+// fsyncs every segment from the one holding the recovery point up to the
+// new one (.log and both indexes), the producer snapshots of those rolls,
+// the directory and the leader epoch cache, and only then moves the
+// recovery point to the new base, under the lock, unless a truncation ran
+// meanwhile (the truncation lowered it as needed, and the flusher plans
+// again below the new active segment). Until then a crash recovers the
+// rolled segment like the active one. Flush does all of that at once,
+// under the lock, up to the log end. A failed fsync keeps the recovery
+// point where it is for good: the log refuses writes with ErrStorage
+// until restarted, and Close reports it, so the dir is not marked
+// cleanly shut down (rollflush.go says why, and what else may happen
+// meanwhile: deleted or compacted segments, Close, Delete).
+//
+// # Leader epochs
+//
+// Appends record a batch's leader epoch in the cache in memory only
+// (leaderepoch.Cache.Begin); leader-epoch-checkpoint is written (with
+// its fsync) before the recovery point passes the epoch's start (roll
+// flush, Flush) and at Close, and at once by truncations. This is
+// weaker than Kafka, whose assign writes the file before the record, and
+// as safe: after a crash, recovery rescans every batch from the segment
+// holding the recovery point on and assigns the epochs it finds there
+// that are newer than the file's (step 6), so the cache rebuilt holds
+// every epoch of every batch that survived; an epoch none of whose
+// batches survived was lost with them, and a follower truncates as if it
+// had never been written. A clean shutdown rescans nothing, which is why
+// Close writes the file first (and reports a failure, so the dir is not
+// marked clean). The first Produce to many partitions after an election
+// then writes no file per partition.
 //
 // # Compaction (cleaner*.go, offsetmap.go)
 //

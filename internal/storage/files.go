@@ -198,10 +198,17 @@ func (h *segFile) sync() error {
 	}
 	defer h.release()
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", h.name(), err)
+		return fsyncError{fmt.Errorf("fsync %s: %w", h.name(), err)}
 	}
 	return nil
 }
+
+// fsyncError is a failed fsync of a .log: a writeback failed, and the
+// pages it could not write may be lost whatever the errno (noRoom).
+type fsyncError struct{ err error }
+
+func (e fsyncError) Error() string { return e.err.Error() }
+func (e fsyncError) Unwrap() error { return e.err }
 
 // truncate cuts the file to size.
 func (h *segFile) truncate(size int64) error {

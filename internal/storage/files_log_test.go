@@ -256,7 +256,7 @@ func (s *sharedLog) reopen(l *Log, files *fileCache, clean bool) error {
 	if clean {
 		err = l.Close()
 	} else {
-		err = l.closeSegments()
+		err = l.crash()
 	}
 	if err != nil {
 		return fmt.Errorf("close: %w", err)
@@ -389,7 +389,7 @@ func TestManagerLoadsManyPartitionsWithFewDescriptors(t *testing.T) {
 	}
 	// A crash: no flush, no checkpoint, no marker; the files are let go.
 	for _, l := range m.snapshot() {
-		if err := l.closeSegments(); err != nil {
+		if err := l.crash(); err != nil {
 			t.Fatal(err)
 		}
 	}

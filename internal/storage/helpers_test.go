@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/weir-project/weir/internal/storage/recordbatch"
 )
@@ -121,4 +122,32 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// crash stops the log as a kill would: the roll flusher stops (after the
+// flush it is doing, if any), the descriptors close, and nothing is
+// sealed, flushed or checkpointed.
+func (l *Log) crash() error {
+	l.stopRollFlusher()
+	return l.closeSegments()
+}
+
+// waitRollFlushed waits until the log's roll flusher has nothing left to
+// do: the recovery point is then at the latest roll's base, unless a
+// flush failed or a truncation lowered it.
+func waitRollFlushed(t testing.TB, l *Log) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		l.mu.Lock()
+		busy := l.flushing
+		l.mu.Unlock()
+		if !busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("roll flush of %s still running after 30s", l.dir)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -18,7 +18,7 @@ func crashedLog(b *testing.B, dir string, size int64) {
 			b.Fatal(err)
 		}
 	}
-	if err := l.closeSegments(); err != nil {
+	if err := l.crash(); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -37,7 +37,7 @@ func BenchmarkRecover64MiB(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := l.closeSegments(); err != nil {
+		if err := l.crash(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -79,7 +79,7 @@ func BenchmarkLoadManyLogs(b *testing.B) {
 				if !clean {
 					// Leave it as a crash would: no clean-shutdown marker.
 					for _, l := range m.snapshot() {
-						if err := l.closeSegments(); err != nil {
+						if err := l.crash(); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -22,7 +22,7 @@ func (l *Log) load(recoveryPoint, logStart int64, clean bool) error {
 		return err
 	}
 	if len(bases) == 0 {
-		seg, err := l.newSegmentLocked(max(logStart, 0), cfg)
+		seg, err := l.newSegmentLocked(max(logStart, 0), cfg, true)
 		if err != nil {
 			return err
 		}
@@ -123,7 +123,7 @@ func (l *Log) load(recoveryPoint, logStart int64, clean bool) error {
 			}
 		}
 		segs = nil
-		seg, err := l.newSegmentLocked(logStart, cfg)
+		seg, err := l.newSegmentLocked(logStart, cfg, true)
 		if err != nil {
 			return err
 		}
@@ -273,7 +273,9 @@ func checkOffsets(h recordbatch.Header, next, base, upper int64) error {
 // it is newer than every epoch the cache holds. Older or equal epochs are
 // already in the cache, which was written in offset order up to at least
 // the recovery point; re-assigning one from a batch in the middle of its
-// epoch would move the epoch's start.
+// epoch would move the epoch's start. In memory, as appends do: the file
+// follows before the recovery point passes the batch, and until then
+// the next recovery finds it again.
 func (l *Log) assignRecoveredEpoch(h recordbatch.Header) error {
 	if h.PartitionLeaderEpoch < 0 {
 		return nil
@@ -281,7 +283,7 @@ func (l *Log) assignRecoveredEpoch(h recordbatch.Header) error {
 	if latest, _, ok := l.epochs.Latest(); ok && h.PartitionLeaderEpoch <= latest {
 		return nil
 	}
-	if err := l.epochs.Assign(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+	if err := l.epochs.Begin(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
 		return fmt.Errorf("record leader epoch %d at %d: %w", h.PartitionLeaderEpoch, h.BaseOffset, err)
 	}
 	return nil

@@ -84,8 +84,11 @@ type ProducerStateHook interface {
 	// resets, then the log replays batches from there.
 	TruncateTo(offset int64)
 	// Snapshot is called at a roll and at clean close; it writes the state
-	// as of nextOffset into the file <dir>/<20-digit nextOffset>.snapshot.
-	Snapshot(dir string, nextOffset int64) error
+	// as of nextOffset into the file <dir>/<20-digit nextOffset>.snapshot,
+	// fsynced if sync. At a roll sync is false: the log's lock is held,
+	// and the log fsyncs the file itself, with the rolled segment and
+	// outside the lock, before its recovery point passes nextOffset.
+	Snapshot(dir string, nextOffset int64, sync bool) error
 }
 
 // BatchInfo is what the producer-state hook learns of a batch.
@@ -124,7 +127,11 @@ type Log struct {
 	// published size (a failed write whose truncation failed too). Writes
 	// are refused and Close reports it, so the dir is not marked cleanly
 	// shut down and the next start's recovery cuts the tail.
-	torn           error
+	torn error
+	// syncFailed, once set, is why a rolled segment may not be on disk
+	// (its background fsync failed): writes are refused, the recovery
+	// point stays below it and Close reports it (rollflush.go).
+	syncFailed     error
 	hook           ProducerStateHook
 	unflushedMsgs  int64
 	firstUnflushed time.Time // wall clock of the oldest unflushed append
@@ -153,6 +160,20 @@ type Log struct {
 	flushObserver FlushObserver
 	// recoveredSegments counts the unflushed segments load recovered.
 	recoveredSegments int
+	// The flush of rolled segments outside mu (rollflush.go); the flags
+	// and flushTarget are under mu.
+	flushTarget  int64          // the latest roll asked for everything below this to be durable
+	dirDirty     bool           // a roll created directory entries not yet fsynced
+	flushing     bool           // the flusher goroutine is running
+	flushStopped bool           // Close or Delete stopped it: none starts again
+	flushDone    sync.WaitGroup // the running flusher
+	// flushSlots, when set (by the Manager, before the log is shared),
+	// bounds the flushes of its logs running at once.
+	flushSlots chan struct{}
+	// beforeRollFlush, when set (before the log is shared: tests, the
+	// broker's test gate), is called by the flusher before each flush;
+	// an error stands for a failed fsync.
+	beforeRollFlush func(dir string, target int64) error
 
 	// onStartLowered, when set (by the Manager, before the log is shared),
 	// is called after a truncation moved the log start offset down, so the
@@ -290,12 +311,29 @@ func (l *Log) Flush() error {
 }
 
 // flushLocked fsyncs every segment holding offsets in [recovery point,
-// log end) and moves the recovery point to the log end.
+// log end), the directory if a roll has created files in it since it was
+// last fsynced, and the leader epoch cache, and moves the recovery point
+// to the log end. It does at once, under the lock, whatever a pending
+// roll flush has not done yet (that flush then finds nothing left). After
+// a failed background fsync it refuses: a second fsync may succeed
+// without the lost pages.
 func (l *Log) flushLocked() error {
+	if l.syncFailed != nil {
+		return fmt.Errorf("flush: %w", l.syncFailed)
+	}
 	leo := l.logEnd.Load()
 	if leo > l.recoveryPoint.Load() {
-		if err := l.syncFromRecoveryPointLocked(false); err != nil {
+		if err := l.syncFromRecoveryPointLocked(); err != nil {
 			return err
+		}
+		if l.dirDirty {
+			if err := l.fsyncDir(l.dir); err != nil {
+				return fmt.Errorf("flush %s: %w: %w", l.dir, ErrStorage, err)
+			}
+			l.dirDirty = false
+		}
+		if err := l.epochs.Flush(); err != nil {
+			return fmt.Errorf("flush %s: %w: %w", l.dir, ErrStorage, err)
 		}
 		l.recoveryPoint.Store(leo)
 	}
@@ -306,15 +344,15 @@ func (l *Log) flushLocked() error {
 // syncFromRecoveryPointLocked fsyncs the segments from the one holding
 // the recovery point to the active one. Inactive ones get their indexes
 // written and fsynced too, because once the recovery point passes them
-// recovery trusts their indexes; the active segment's indexes are needed
-// only with withActiveIndexes (a roll): after a crash it is rescanned.
-func (l *Log) syncFromRecoveryPointLocked(withActiveIndexes bool) error {
+// recovery trusts their indexes; the active segment's are not needed:
+// after a crash it is rescanned.
+func (l *Log) syncFromRecoveryPointLocked() error {
 	segs := l.segments()
 	last := len(segs) - 1
 	for i := max(floorSegment(segs, l.recoveryPoint.Load()), 0); i <= last; i++ {
 		start := time.Now()
 		var err error
-		if i < last || withActiveIndexes {
+		if i < last {
 			err = segs[i].flush()
 		} else {
 			err = segs[i].file.sync()
@@ -329,16 +367,23 @@ func (l *Log) syncFromRecoveryPointLocked(withActiveIndexes bool) error {
 	return nil
 }
 
-// Close flushes indexes and closes files. Does not fsync the log unless asked by Flush.
+// Close flushes indexes and closes files. Does not fsync the log unless
+// asked by Flush; a roll flush in progress is finished first, and none is
+// started again. The leader epoch cache is written if it lags: a clean
+// shutdown's segments are all trusted at the next start, none rescanned.
 func (l *Log) Close() error {
+	l.stopRollFlusher()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return nil
 	}
 	var errs []error
+	if err := l.epochs.Flush(); err != nil {
+		errs = append(errs, fmt.Errorf("close %s: %w: %w", l.dir, ErrStorage, err))
+	}
 	if l.hook != nil {
-		if err := l.hook.Snapshot(l.dir, l.logEnd.Load()); err != nil {
+		if err := l.hook.Snapshot(l.dir, l.logEnd.Load(), true); err != nil {
 			errs = append(errs, fmt.Errorf("producer state snapshot of %s: %w", l.dir, err))
 		}
 	}
@@ -356,6 +401,9 @@ func (l *Log) Close() error {
 	errs = append(errs, l.closeSegments())
 	if l.torn != nil {
 		errs = append(errs, fmt.Errorf("close %s: %w: %w", l.dir, ErrStorage, l.torn))
+	}
+	if l.syncFailed != nil {
+		errs = append(errs, fmt.Errorf("close: %w", l.syncFailed))
 	}
 	l.closed = true
 	return errors.Join(errs...)
@@ -377,6 +425,7 @@ func (l *Log) closeSegments() error {
 // renamed "<name>.<random hex>-delete" so a crash midway leaves no
 // half-deleted partition that would be loaded again.
 func (l *Log) Delete() error {
+	l.stopRollFlusher()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.closed {

@@ -133,6 +133,7 @@ func TestRollBySizeAndIndexes(t *testing.T) {
 		}
 	}
 	// Rolled segments are fsynced: recovery point is the active base.
+	waitRollFlushed(t, l)
 	if rp := l.RecoveryPoint(); rp != l.active().base {
 		t.Fatalf("recovery point %d, active base %d", rp, l.active().base)
 	}

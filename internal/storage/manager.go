@@ -77,6 +77,11 @@ type ManagerConfig struct {
 
 	// FlushObserver, if set, times every segment fsync of every log.
 	FlushObserver FlushObserver
+	// BeforeRollFlush, if set, is called (log dir, offset) before each
+	// background flush of rolled segments and may block it; an error
+	// stands for a failed fsync. For tests only: the broker sets it from
+	// WEIR_TEST_ROLL_FLUSH_GATE (cmd/weir).
+	BeforeRollFlush func(dir string, target int64) error
 }
 
 // managedLog is a log and the index of the log dir holding it.
@@ -108,6 +113,9 @@ type Manager struct {
 	ckMu sync.Mutex // one checkpoint writer at a time
 
 	files *fileCache // segment descriptors of every log
+	// flushSlots bounds the roll flushes of all logs running at once
+	// (rollflush.go).
+	flushSlots chan struct{}
 
 	loaded LoadStats // what OpenManager loaded; never changed after
 
@@ -136,7 +144,8 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 			"max_open_files", files, "rlimit_nofile", limit)
 	}
 	m := &Manager{cfg: cfg, logger: logger, logs: make(map[TopicPartition]managedLog),
-		opening: make(map[TopicPartition]chan struct{}), perDir: make([]int, len(cfg.Dirs)), files: newFileCache(files)}
+		opening: make(map[TopicPartition]chan struct{}), perDir: make([]int, len(cfg.Dirs)), files: newFileCache(files),
+		flushSlots: make(chan struct{}, rollFlushSlots)}
 	if err := m.loadAll(); err != nil {
 		return nil, err
 	}
@@ -207,8 +216,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 
 	l, err := openLogWithFiles(filepath.Join(m.cfg.Dirs[dir], tp.dirName()), cfg, 0, 0, false, m.logger, m.files)
 	if err == nil {
-		l.onStartLowered = m.checkpointAfterTruncation
-		l.flushObserver = m.cfg.FlushObserver
+		m.adopt(l)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -282,6 +290,16 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		return fmt.Errorf("checkpoint after deleting partition %s: %w", tp.dirName(), err)
 	}
 	return nil
+}
+
+// adopt ties a log just opened, not yet shared, to the manager: its
+// checkpoints after a truncation, the bound on roll flushes running at
+// once, and the test hook.
+func (m *Manager) adopt(l *Log) {
+	l.onStartLowered = m.checkpointAfterTruncation
+	l.flushObserver = m.cfg.FlushObserver
+	l.flushSlots = m.flushSlots
+	l.beforeRollFlush = m.cfg.BeforeRollFlush
 }
 
 // checkpointAfterTruncation rewrites the checkpoints once a truncation

@@ -89,8 +89,7 @@ func (m *Manager) loadAll() error {
 					} else {
 						l.setCleanerCheckpoint(j.cleaned)
 						l.SetHighWatermark(min(j.hw, l.LogEndOffset()))
-						l.onStartLowered = m.checkpointAfterTruncation
-						l.flushObserver = m.cfg.FlushObserver
+						m.adopt(l)
 						m.loaded.Logs++
 						if l.recoveredSegments > 0 {
 							m.loaded.RecoveredLogs++

@@ -176,7 +176,7 @@ func runModel(t *testing.T, rng *rand.Rand, run int, files *fileCache) {
 		default:
 			op = "crash-reopen"
 			rp, start := l.RecoveryPoint(), l.LogStartOffset()
-			if err := l.closeSegments(); err != nil {
+			if err := l.crash(); err != nil {
 				t.Fatal(err)
 			}
 			if l, err = openLogWithFiles(dir, cfg, rp, start, false, quietLogger(), files); err != nil {

@@ -138,8 +138,7 @@ func (m *Manager) finishMove(tp TopicPartition, ml managedLog, l *Log) {
 	defer m.mu.Unlock()
 	delete(m.moving, tp)
 	if l != nil {
-		l.onStartLowered = m.checkpointAfterTruncation
-		l.flushObserver = m.cfg.FlushObserver
+		m.adopt(l)
 		m.logs[tp] = ml
 		m.perDir[ml.dir]++
 	}

@@ -26,8 +26,9 @@ func buildLog(t *testing.T, n int) (string, []storedBatch, Config, int64) {
 		mustAppend(t, l, makeBatch(t, 2, 70, int64(i), "rec"), 0)
 	}
 	want := readAll(t, l, 0)
+	waitRollFlushed(t, l)
 	rp := l.RecoveryPoint()
-	if err := l.closeSegments(); err != nil { // no seal, no flush: like a crash
+	if err := l.crash(); err != nil { // no seal, no flush: like a crash
 		t.Fatal(err)
 	}
 	return dir, want, cfg, rp

@@ -83,9 +83,10 @@ func (l *Log) MaybeRoll(now time.Time) error {
 	if l.closed {
 		return ErrClosed
 	}
-	if l.torn != nil {
-		// Sealing would put the torn tail below the recovery point. No
-		// error: the timer asks every second, and the tear was logged.
+	if l.writeRefusedLocked() != nil {
+		// Sealing would put a torn tail below the recovery point, or
+		// start a segment no write may reach. No error: the timer asks
+		// every second, and the failure was logged.
 		return nil
 	}
 	cfg := l.config()

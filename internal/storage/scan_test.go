@@ -29,7 +29,7 @@ func bigSegmentLog(t testing.TB, dir string) ([]storedBatch, Config) {
 		mustAppend(t, l, makeBatch(t, 1, size, int64(i), fmt.Sprintf("b%d", i)), 0)
 	}
 	want := readAll(t, l, 0)
-	if err := l.closeSegments(); err != nil {
+	if err := l.crash(); err != nil {
 		t.Fatal(err)
 	}
 	return want, cfg
@@ -57,7 +57,7 @@ func TestScanAcrossChunks(t *testing.T) {
 			t.Fatalf("read from %d after reindex starts at %v", b.base, got)
 		}
 	}
-	if err := l.closeSegments(); err != nil {
+	if err := l.crash(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -113,7 +113,7 @@ func TestManagerRecoversManyPartitionsInParallel(t *testing.T) {
 	}
 	// Crash: close the logs without flushing, no clean-shutdown marker.
 	for _, l := range m.snapshot() {
-		if err := l.closeSegments(); err != nil {
+		if err := l.crash(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -161,7 +161,7 @@ func (l *Log) truncateFullyLocked(offset int64, cfg Config) error {
 			return fmt.Errorf("truncate %s fully: %w: %w", l.dir, ErrStorage, err)
 		}
 	}
-	seg, err := l.newSegmentLocked(offset, cfg)
+	seg, err := l.newSegmentLocked(offset, cfg, true)
 	if err != nil {
 		return err
 	}

@@ -61,9 +61,13 @@ type Broker struct {
 	t         testing.TB
 	Dir       string   // log dir
 	Overrides []string // --override values used at every start
-	fdLimit   int      // RLIMIT_NOFILE of the process, 0 = inherited (limits.go)
-	Addr      string   // client listener host:port
-	CtrlAddr  string   // controller listener host:port
+	// Env is added to the process's environment at every start (a
+	// test's hook, e.g. WEIR_TEST_ROLL_FLUSH_GATE); set it before the
+	// start it is for.
+	Env      []string
+	fdLimit  int    // RLIMIT_NOFILE of the process, 0 = inherited (limits.go)
+	Addr     string // client listener host:port
+	CtrlAddr string // controller listener host:port
 	// MetricsURL is the metrics listener (http://host:port), "" unless
 	// started with metrics.listener (e.g. MetricsListener).
 	MetricsURL string
@@ -87,6 +91,14 @@ type Broker struct {
 func StartBroker(t testing.TB, overrides ...string) *Broker {
 	t.Helper()
 	return startBroker(&Broker{t: t, Dir: t.TempDir()}, overrides)
+}
+
+// StartBrokerEnv is StartBroker with env ("KEY=value") added to the
+// process's environment, at this start and later ones until b.Env is
+// changed.
+func StartBrokerEnv(t testing.TB, env []string, overrides ...string) *Broker {
+	t.Helper()
+	return startBroker(&Broker{t: t, Dir: t.TempDir(), Env: env}, overrides)
 }
 
 // startBroker applies the default overrides to b and starts it.

@@ -21,11 +21,17 @@ func StartBrokerFDLimit(t testing.TB, fdLimit int, overrides ...string) *Broker 
 // command is the weir process to run with args. Under an fd limit, a
 // shell sets the limit and execs weir, so the PID is weir's.
 func (b *Broker) command(args []string) *exec.Cmd {
+	var cmd *exec.Cmd
 	if b.fdLimit <= 0 {
-		return exec.Command(weirBin, args...)
+		cmd = exec.Command(weirBin, args...)
+	} else {
+		script := "ulimit -n " + strconv.Itoa(b.fdLimit) + ` && exec "$0" "$@"`
+		cmd = exec.Command("sh", append([]string{"-c", script, weirBin}, args...)...)
 	}
-	script := "ulimit -n " + strconv.Itoa(b.fdLimit) + ` && exec "$0" "$@"`
-	return exec.Command("sh", append([]string{"-c", script, weirBin}, args...)...)
+	if len(b.Env) > 0 {
+		cmd.Env = append(os.Environ(), b.Env...)
+	}
+	return cmd
 }
 
 // OpenFDs is the number of descriptors the running broker has open, read

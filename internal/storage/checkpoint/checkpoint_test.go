@@ -201,3 +201,29 @@ func TestParseEpochsErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestReplaceFileThenSync: ReplaceFile replaces the file whole, leaving
+// no temp file; SyncFile fsyncs it, and a file gone meanwhile is no error.
+func TestReplaceFileThenSync(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "00000000000000000042.snapshot")
+	for _, data := range []string{"first", "second, longer"} {
+		if err := ReplaceFile(path, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(path); err != nil || string(got) != data {
+			t.Fatalf("read %q (%v), want %q", got, err, data)
+		}
+		if _, err := os.Stat(path + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("temp file left: %v", err)
+		}
+	}
+	if err := SyncFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncFile(path); err != nil {
+		t.Fatalf("SyncFile of a removed file: %v", err)
+	}
+}

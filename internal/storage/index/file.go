@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 )
 
 // entries is the in-memory image of an index file, kept in the file's own
@@ -82,6 +83,35 @@ func (e *entries) write(sync, closing bool) error {
 		return fmt.Errorf("write index %s: %w", e.path, err)
 	}
 	e.flushed = len(e.buf)
+	return nil
+}
+
+// flush writes the entries like write without the fsync, under mu, and
+// then fsyncs the file with mu released, so that lookups (which take mu)
+// do not wait for the disk. A flush racing a rename fsyncs the file
+// under either name: the descriptor follows it.
+func (e *entries) flush(mu sync.Locker) error {
+	mu.Lock()
+	path := e.path
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err == nil {
+		if err = e.writeTo(f, false); err == nil {
+			e.flushed = len(e.buf)
+		}
+	}
+	mu.Unlock()
+	if f == nil {
+		return fmt.Errorf("write index %s: %w", path, err)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write index %s: %w", path, err)
+	}
 	return nil
 }
 

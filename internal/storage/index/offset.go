@@ -165,11 +165,10 @@ func (x *OffsetIndex) SanityCheck(logSize int64) error {
 	return nil
 }
 
-// Flush writes the entries to the file (trimmed to their size) and fsyncs.
+// Flush writes the entries to the file (trimmed to their size) and
+// fsyncs it, without holding the index's lock for the fsync.
 func (x *OffsetIndex) Flush() error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.e.write(true, false)
+	return x.e.flush(&x.mu)
 }
 
 // Rename moves the file (e.g. to *.deleted); later flushes use the new path.

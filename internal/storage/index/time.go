@@ -154,11 +154,10 @@ func (t *TimeIndex) SanityCheck() error {
 	return nil
 }
 
-// Flush writes the entries to the file (trimmed to their size) and fsyncs.
+// Flush writes the entries to the file (trimmed to their size) and
+// fsyncs it, without holding the index's lock for the fsync.
 func (t *TimeIndex) Flush() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.e.write(true, false)
+	return t.e.flush(&t.mu)
 }
 
 // Rename moves the file; later flushes use the new path.

@@ -2,9 +2,15 @@
 // LeaderEpochFileCache): for each leader epoch, the first offset written in
 // it. Replication uses it to answer OffsetsForLeaderEpoch and to truncate a
 // follower to the point where its log and the leader's agree (KIP-101/279).
-// It is persisted in leader-epoch-checkpoint on every change, except that
-// Begin (an epoch starting at the log end, with no record yet) stays in
-// memory until the epoch's first record is assigned.
+//
+// Assign and the truncations write leader-epoch-checkpoint (with its
+// fsync) before they return. Begin changes only memory: the file catches
+// up at the next Flush or writing change. The log calls Begin for the
+// epochs of the batches it appends and Flush before its recovery point
+// passes their offsets (and before a clean shutdown): after a crash,
+// everything from the recovery point on is rescanned and the epochs of
+// its batches assigned again, so the file need only be current below it
+// (storage/doc.go, Leader epochs).
 package leaderepoch
 
 import (
@@ -20,14 +26,19 @@ const Undefined = -1
 
 // Cache is safe for concurrent use.
 type Cache struct {
-	mu   sync.RWMutex
-	path string
+	// writeMu serialises writes of the file, so that a write never
+	// replaces a newer one; it is taken before mu. Flush holds only
+	// writeMu while it writes, so readers and Begin go on meanwhile.
+	writeMu sync.Mutex
+	mu      sync.RWMutex
+	path    string
 	// entries has strictly increasing epochs and start offsets.
 	entries []checkpoint.EpochEntry
-	// dirty: the file lags the entries (the last persist failed, or Begin
-	// deferred it). The next Assign writes even if it changes nothing: for
-	// a follower the file is its only epoch history across a restart.
-	dirty bool
+	// version counts changes to entries; written is the version the file
+	// holds. They differ while the file lags the entries (Begin deferred
+	// the write, or the last write failed); the next Assign or Flush then
+	// writes even if it changes nothing.
+	version, written uint64
 }
 
 // Open loads path (missing = empty). Entries are replayed through Assign's
@@ -41,6 +52,7 @@ func Open(path string) (*Cache, error) {
 	for _, e := range loaded {
 		c.assign(e)
 	}
+	c.written = c.version
 	return c, nil
 }
 
@@ -54,47 +66,91 @@ func (c *Cache) Assign(epoch int32, startOffset int64) error {
 	if epoch < 0 || startOffset < 0 {
 		return fmt.Errorf("leader epoch cache %s: assign epoch %d at offset %d: negative", c.Path(), epoch, startOffset)
 	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.assign(checkpoint.EpochEntry{Epoch: epoch, StartOffset: startOffset}) && !c.dirty {
+	c.assign(checkpoint.EpochEntry{Epoch: epoch, StartOffset: startOffset})
+	if c.version == c.written {
 		return nil
 	}
 	return c.persist()
 }
 
-// Begin records that epoch starts at startOffset, the log end, as a
-// leader does when it takes over, without writing the file. No record of
-// the epoch exists yet, so the file loses nothing it must hold: the
-// epoch's first append calls Assign, which writes it (with the fsync)
-// before the record is written. A broker taking the lead of thousands of
-// partitions at start or at a failover then writes none of their files,
-// and those that receive no record never do. The entry serves
-// OffsetsForLeaderEpoch at once, from memory.
+// Begin records that epoch starts at startOffset in memory only: the
+// file is written by the next Flush, Assign or truncation. A leader calls
+// it when it takes over (the epoch starts at the log end, with no record
+// yet), and the log for the epoch of each batch it appends, so that
+// taking the lead of thousands of partitions, or the first Produce to
+// each of them after that, writes no file: the log flushes the cache
+// before its recovery point passes the epoch's start (doc above). The
+// entry serves OffsetsForLeaderEpoch at once, from memory.
 func (c *Cache) Begin(epoch int32, startOffset int64) error {
 	if epoch < 0 || startOffset < 0 {
 		return fmt.Errorf("leader epoch cache %s: begin epoch %d at offset %d: negative", c.Path(), epoch, startOffset)
 	}
+	e := checkpoint.EpochEntry{Epoch: epoch, StartOffset: startOffset}
+	c.mu.RLock()
+	same := !c.changes(e)
+	c.mu.RUnlock()
+	if same { // the common case: a batch of the current epoch
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.assign(checkpoint.EpochEntry{Epoch: epoch, StartOffset: startOffset}) {
-		c.dirty = true
-	}
+	c.assign(e)
 	return nil
+}
+
+// Flush writes the file if it lags the entries. The entries are copied
+// under the lock and written outside it (under writeMu only), so Begin
+// and readers do not wait for the fsync; a change made meanwhile leaves
+// the cache still to be flushed.
+func (c *Cache) Flush() error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.mu.RLock()
+	if c.version == c.written {
+		c.mu.RUnlock()
+		return nil
+	}
+	entries := append([]checkpoint.EpochEntry(nil), c.entries...)
+	v, path := c.version, c.path
+	c.mu.RUnlock()
+	if err := checkpoint.WriteEpochs(path, entries); err != nil {
+		return fmt.Errorf("persist leader epoch cache: %w", err)
+	}
+	c.mu.Lock()
+	c.written = v
+	c.mu.Unlock()
+	return nil
+}
+
+// Dirty reports whether the file lags the entries.
+func (c *Cache) Dirty() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.version != c.written
+}
+
+// changes reports whether assign(e) would change the entries: not when e
+// is the latest epoch at or after its start.
+func (c *Cache) changes(e checkpoint.EpochEntry) bool {
+	n := len(c.entries)
+	return n == 0 || e.Epoch != c.entries[n-1].Epoch || e.StartOffset < c.entries[n-1].StartOffset
 }
 
 // assign applies Assign's rules and reports whether anything changed.
 func (c *Cache) assign(e checkpoint.EpochEntry) bool {
-	if n := len(c.entries); n > 0 {
-		last := c.entries[n-1]
-		if e.Epoch == last.Epoch && e.StartOffset >= last.StartOffset {
-			return false
-		}
+	if !c.changes(e) {
+		return false
 	}
 	keep := len(c.entries)
 	for keep > 0 && (c.entries[keep-1].Epoch >= e.Epoch || c.entries[keep-1].StartOffset >= e.StartOffset) {
 		keep--
 	}
 	c.entries = append(c.entries[:keep], e)
+	c.version++
 	return true
 }
 
@@ -148,6 +204,8 @@ func (c *Cache) TruncateFromEnd(offset int64) error {
 	if offset < 0 {
 		return nil
 	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	keep := sort.Search(len(c.entries), func(i int) bool { return c.entries[i].StartOffset >= offset })
@@ -155,6 +213,7 @@ func (c *Cache) TruncateFromEnd(offset int64) error {
 		return nil
 	}
 	c.entries = c.entries[:keep]
+	c.version++
 	return c.persist()
 }
 
@@ -163,6 +222,8 @@ func (c *Cache) TruncateFromEnd(offset int64) error {
 // As in Kafka, the entry whose epoch covers offset is the one kept: the
 // last entry starting at or before offset.
 func (c *Cache) TruncateFromStart(offset int64) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// covering+1 entries start at or before offset; the last of them is kept.
@@ -173,6 +234,7 @@ func (c *Cache) TruncateFromStart(offset int64) error {
 	kept := append([]checkpoint.EpochEntry(nil), c.entries[covering:]...)
 	kept[0].StartOffset = offset
 	c.entries = kept
+	c.version++
 	return c.persist()
 }
 
@@ -198,12 +260,11 @@ func (c *Cache) Path() string {
 	return c.path
 }
 
-// persist writes the entries; the caller holds the write lock.
+// persist writes the entries; the caller holds writeMu and mu.
 func (c *Cache) persist() error {
 	if err := checkpoint.WriteEpochs(c.path, c.entries); err != nil {
-		c.dirty = true
 		return fmt.Errorf("persist leader epoch cache: %w", err)
 	}
-	c.dirty = false
+	c.written = c.version
 	return nil
 }

@@ -344,3 +344,45 @@ func TestBeginDefersTheWrite(t *testing.T) {
 	}
 	checkEntries(t, c, path, []checkpoint.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 4, StartOffset: 30}})
 }
+
+// TestFlushWritesWhatBeginDeferred: Flush writes the entries Begin kept in
+// memory, and only then; a failed Flush leaves the cache dirty for the
+// next one. Begin does not wait for writeMu, which Flush holds while it
+// writes the file.
+func TestFlushWritesWhatBeginDeferred(t *testing.T) {
+	c, path := newCache(t, checkpoint.EpochEntry{Epoch: 1, StartOffset: 0})
+	if err := c.Flush(); err != nil || c.Dirty() {
+		t.Fatalf("Flush of a clean cache: %v, dirty %v", err, c.Dirty())
+	}
+	if err := c.Begin(2, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Begin(2, 15); err != nil || !c.Dirty() { // the same epoch later on: no change
+		t.Fatalf("Begin: %v, dirty %v", err, c.Dirty())
+	}
+	if err := os.MkdirAll(filepath.Join(path+".tmp", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(); err == nil || !c.Dirty() {
+		t.Fatalf("Flush with an unwritable checkpoint: %v, dirty %v", err, c.Dirty())
+	}
+	if err := os.RemoveAll(path + ".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(); err != nil || c.Dirty() {
+		t.Fatalf("Flush: %v, dirty %v", err, c.Dirty())
+	}
+	checkEntries(t, c, path, []checkpoint.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 10}})
+
+	// Hold writeMu as Flush does while it writes: Begin goes on.
+	c.Begin(3, 20)
+	c.writeMu.Lock()
+	done := make(chan struct{})
+	go func() { c.Begin(4, 30); close(done) }()
+	<-done
+	c.writeMu.Unlock()
+	if err := c.Flush(); err != nil || c.Dirty() {
+		t.Fatalf("Flush: %v, dirty %v", err, c.Dirty())
+	}
+	checkEntries(t, c, path, []checkpoint.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 10}, {Epoch: 3, StartOffset: 20}, {Epoch: 4, StartOffset: 30}})
+}

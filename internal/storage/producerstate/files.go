@@ -108,16 +108,24 @@ func removeFile(path string) error {
 	return nil
 }
 
-// Snapshot writes the state into <dir>/<nextOffset>.snapshot atomically
-// (temp file, fsync, rename, directory fsync). The log calls it at each
-// segment roll and at clean close.
-func (s *State) Snapshot(dir string, nextOffset int64) error {
+// Snapshot writes the state into <dir>/<nextOffset>.snapshot through a
+// temp file and a rename, fsynced (file and directory) if sync. The log
+// calls it at clean close with sync, and at each segment roll without:
+// the roll holds the log's lock, and the log fsyncs the snapshot with the
+// old segment, outside it, before its recovery point passes nextOffset.
+// One lost before that fails its CRC at load and is replaced by an older
+// snapshot and a longer replay.
+func (s *State) Snapshot(dir string, nextOffset int64, sync bool) error {
 	s.mu.Lock()
 	data := encodeSnapshot(s.producers)
 	s.mu.Unlock()
 	s.fileMu.Lock()
 	defer s.fileMu.Unlock()
-	if err := checkpoint.WriteFileAtomic(SnapshotPath(dir, nextOffset), data); err != nil {
+	write := checkpoint.ReplaceFile
+	if sync {
+		write = checkpoint.WriteFileAtomic
+	}
+	if err := write(SnapshotPath(dir, nextOffset), data); err != nil {
 		return fmt.Errorf("producer snapshot at %d: %w", nextOffset, err)
 	}
 	return nil

@@ -312,7 +312,7 @@ func TestDeleteSnapshotsBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, off := range []int64{10, 20, 30, 40} {
-		if err := s.Snapshot(dir, off); err != nil {
+		if err := s.Snapshot(dir, off, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -334,10 +334,10 @@ func TestLoadIgnoresSnapshotsPastLogEnd(t *testing.T) {
 	dir := t.TempDir()
 	s, _, _ := Load(dir, 0, 0, quiet())
 	s.OnBatch(batch(1, 0, 0, 1))
-	if err := s.Snapshot(dir, 50); err != nil {
+	if err := s.Snapshot(dir, 50, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Snapshot(dir, 10); err != nil {
+	if err := s.Snapshot(dir, 10, true); err != nil {
 		t.Fatal(err)
 	}
 	s2, from, err := Load(dir, 0, 30, quiet())
