@@ -101,7 +101,7 @@ func New(opts Options) *Metrics {
 	})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kafka_network_requestmetrics_requests_total",
-		Help: "Requests answered, per API and version (kafka.network:type=RequestMetrics,name=RequestsPerSec).",
+		Help: "Requests answered, per API and version; a Fetch also as FetchConsumer or FetchFollower (kafka.network:type=RequestMetrics,name=RequestsPerSec).",
 	}, []string{"request", "version"})
 	m.totalTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "kafka_network_requestmetrics_totaltime_seconds",
@@ -120,7 +120,7 @@ func New(opts Options) *Metrics {
 	}, []string{"request"})
 	m.remoteTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "kafka_network_requestmetrics_remotetime_seconds",
-		Help:    "Time the handler waited for followers or for data (acks=-1, long polls, group commits), per API (kafka.network:type=RequestMetrics,name=RemoteTimeMs).",
+		Help:    "Time the handler waited for other brokers, data or clients (acks=-1, long polls, group commits, joins and syncs, forwarding to the controller), per API (kafka.network:type=RequestMetrics,name=RemoteTimeMs).",
 		Buckets: requestTimeBuckets,
 	}, []string{"request"})
 	m.sendTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
