@@ -16,6 +16,7 @@ import (
 	"github.com/weir-project/weir/internal/metadata"
 	"github.com/weir-project/weir/internal/replica"
 	"github.com/weir-project/weir/internal/storage"
+	"github.com/weir-project/weir/internal/waitclock"
 )
 
 // The broker's side of the cluster: what it sends the active controller
@@ -206,7 +207,11 @@ func (s producerIDSource) AllocateProducerIDs(ctx context.Context, n int64) (int
 func (b *Broker) forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	fctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
+	// The round trip is the request's remote time, as Kafka counts a
+	// forwarded request's wait for the controller.
+	stop := waitclock.Start(ctx)
 	resp, err := b.ctrl.Send(fctx, req)
+	stop()
 	if err != nil {
 		return nil, fmt.Errorf("forward %s to the controller: %w", kmsg.NameForKey(req.Key()), err)
 	}
@@ -222,10 +227,17 @@ func (b *Broker) waitImage(ctx context.Context, cond func(*metadata.Image) bool)
 		if cond(b.meta.Image()) {
 			return true
 		}
+		// Waiting for the controller's change to arrive is remote time.
+		stop := waitclock.Start(ctx)
+		ended := false
 		select {
 		case <-ctx.Done():
-			return false
+			ended = true
 		case <-ch:
+		}
+		stop()
+		if ended {
+			return false
 		}
 	}
 }

@@ -30,7 +30,7 @@ func (b *Broker) handleConsumerGroupHeartbeat(ctx context.Context, rc *server.Re
 			hr.Owned = append(hr.Owned, group.TopicPartitionsByID{TopicID: t.TopicID, Partitions: t.Partitions})
 		}
 	}
-	r := b.groups.ConsumerHeartbeat(hr)
+	r := b.groups.ConsumerHeartbeat(ctx, hr)
 	if r.Err != nil {
 		resp.ErrorCode = r.Err.Code
 		if r.ErrMessage != "" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weir-project/weir/internal/metadata"
 	"github.com/weir-project/weir/internal/replica"
+	"github.com/weir-project/weir/internal/server"
 	"github.com/weir-project/weir/internal/storage"
 )
 
@@ -27,6 +28,13 @@ func (b *Broker) fetchMaxBytes() int64 {
 	}
 	return b.opts.Config.FetchMaxBytes
 }
+
+// Kafka's request names of a fetch from a follower and from a consumer
+// (its RequestMetrics.followFetchMetricName, consumerFetchMetricName).
+const (
+	fetchFollowerName = "FetchFollower"
+	fetchConsumerName = "FetchConsumer"
+)
 
 // fetchReplicaID is the broker id a fetch claims to come from: Fetch v0-14
 // carry it as ReplicaID, v15+ in ReplicaState (KIP-903); -1 for consumers.
@@ -54,7 +62,17 @@ func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 // request's and the broker's max bytes (the first batch is returned even
 // when larger), and long-polls until min bytes arrive or max wait passes,
 // on one waiter registered with every partition read.
-func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) (kmsg.Response, error) {
+//
+// The request metrics count a fetch also as FetchFollower or
+// FetchConsumer, as Kafka does, by the replica id it carries (a broker's
+// id, or -1): known here from the decoded request, so nothing reads the
+// body again.
+func (b *Broker) handleFetch(ctx context.Context, rc *server.RequestContext, req *kmsg.FetchRequest) (kmsg.Response, error) {
+	if fetchReplicaID(req) >= 0 {
+		rc.SetSubname(fetchFollowerName)
+	} else {
+		rc.SetSubname(fetchConsumerName)
+	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	if req.Version >= 7 && req.SessionID != 0 {
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code

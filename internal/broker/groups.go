@@ -429,7 +429,7 @@ func (b *Broker) handleDeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsR
 	for j, i := range idx {
 		ids[j] = req.Groups[i]
 	}
-	errs := b.groups.DeleteGroups(ids)
+	errs := b.groups.DeleteGroups(ctx, ids)
 	for i, id := range ids {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group, rg.ErrorCode = id, kcode(errs[i])
@@ -450,7 +450,7 @@ func (b *Broker) handleOffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteR
 		}
 		return t.Topic, ps
 	})
-	errs, err := b.groups.DeleteOffsets(req.Group, topics)
+	errs, err := b.groups.DeleteOffsets(ctx, req.Group, topics)
 	if err != nil {
 		resp.ErrorCode = kcode(err)
 		return resp, nil

@@ -7,8 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-project/weir/internal/controller"
-	"github.com/weir-project/weir/internal/replica"
 	"github.com/weir-project/weir/internal/server"
+	"github.com/weir-project/weir/internal/waitclock"
 )
 
 // supported lists the APIs we serve and the version range of each. The
@@ -77,9 +77,10 @@ func apiVersions() map[int16][2]int16 {
 
 // Handle serves one request; it implements server.Handler.
 func (b *Broker) Handle(ctx context.Context, rc *server.RequestContext, req kmsg.Request) (kmsg.Response, error) {
-	// The handlers' waits (acks=-1, long polls, group commits) are told
-	// to rc, which counts them as the request's remote time.
-	ctx = replica.WithWaitClock(ctx, rc)
+	// The handlers' waits (acks=-1, long polls, group commits and joins,
+	// forwarding to the controller) are told to rc, which counts them as
+	// the request's remote time.
+	ctx = waitclock.With(ctx, rc)
 	onController := rc.Listener == b.opts.ControllerListener
 	if resp, ok, err := b.handleOps(ctx, onController, req); ok {
 		return resp, err
@@ -97,7 +98,7 @@ func (b *Broker) Handle(ctx context.Context, rc *server.RequestContext, req kmsg
 	case *kmsg.ProduceRequest:
 		return b.handleProduce(ctx, rc, r)
 	case *kmsg.FetchRequest:
-		return b.handleFetch(ctx, r)
+		return b.handleFetch(ctx, rc, r)
 	case *kmsg.ListOffsetsRequest:
 		return b.handleListOffsets(ctx, r)
 	case *kmsg.MetadataRequest:

@@ -31,6 +31,25 @@ func Code(err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 
+// Name is Kafka's name of an error code, as its Errors enum (and the
+// error tag of its ErrorsPerSec metric) spells it: NONE for 0,
+// UNKNOWN_SERVER_ERROR for a code Kafka does not define (as Kafka's
+// Errors.forCode reads one), so that the names are a bounded set.
+func Name(code int16) string {
+	switch code {
+	case 0:
+		return "NONE"
+	case kerr.NotLeaderForPartition.Code:
+		// kerr keeps the name Kafka used before 2.6 (KIP-392).
+		return "NOT_LEADER_OR_FOLLOWER"
+	}
+	var ke *kerr.Error
+	if errors.As(kerr.ErrorForCode(code), &ke) {
+		return ke.Message
+	}
+	return kerr.UnknownServerError.Message
+}
+
 // cause is the error that decides err's code (a *kerr.Error, or a
 // sentinel of the table), the code, and whether the text after the cause
 // is the whole message for the client; nils if err wraps none.

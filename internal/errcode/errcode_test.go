@@ -44,3 +44,21 @@ func TestMessage(t *testing.T) {
 		t.Error("nil error has a message or a code")
 	}
 }
+
+// Names are Kafka's Errors names; codes Kafka does not define read as
+// UNKNOWN_SERVER_ERROR, so the set of names stays bounded.
+func TestName(t *testing.T) {
+	for code, want := range map[int16]string{
+		0:     "NONE",
+		-1:    "UNKNOWN_SERVER_ERROR",
+		3:     "UNKNOWN_TOPIC_OR_PARTITION",
+		36:    "TOPIC_ALREADY_EXISTS",
+		6:     "NOT_LEADER_OR_FOLLOWER",
+		9999:  "UNKNOWN_SERVER_ERROR",
+		-2000: "UNKNOWN_SERVER_ERROR",
+	} {
+		if got := Name(code); got != want {
+			t.Errorf("Name(%d) = %q, want %q", code, got, want)
+		}
+	}
+}

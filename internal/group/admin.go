@@ -107,18 +107,18 @@ func (c *Coordinator) DescribeGroup(id string) (Description, error) {
 
 // DeleteGroups deletes empty groups and their offsets (tombstones for
 // every key). One error per group: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP,
-// or the coordinator errors.
-func (c *Coordinator) DeleteGroups(ids []string) []error {
+// or the coordinator errors. ctx is the request's, for its wait clock.
+func (c *Coordinator) DeleteGroups(ctx context.Context, ids []string) []error {
 	errs := make([]error, len(ids))
 	for i, id := range ids {
-		errs[i] = c.deleteGroup(id)
+		errs[i] = c.deleteGroup(ctx, id)
 	}
 	return errs
 }
 
-func (c *Coordinator) deleteGroup(id string) error {
+func (c *Coordinator) deleteGroup(ctx context.Context, id string) error {
 	// The deletion records are computed from a settled consumer group.
-	g, err := c.lockGroupIdle(id, false, true, true)
+	g, err := c.lockGroupIdle(ctx, id, false, true, true)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (c *Coordinator) deleteGroup(id string) error {
 		g.mu.Unlock()
 		return storeError(err)
 	}
-	c.wait(context.Background(), g, w)
+	c.wait(ctx, g, w)
 	g.mu.Unlock()
 	if result != nil {
 		return storeError(result)

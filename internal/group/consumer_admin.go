@@ -142,7 +142,7 @@ func (cg *consumerGroup) deletionRecords(group string) []cgRecord {
 // Kafka answers with group.consumer.migration.policy=disabled. The
 // conversion is a barrier write: it waits (g unlocked meanwhile) until
 // the records are committed, and returns with g locked again.
-func (c *Coordinator) consumerToClassic(g *group) *kerr.Error {
+func (c *Coordinator) consumerToClassic(ctx context.Context, g *group) *kerr.Error {
 	cg := g.consumer
 	if len(cg.members) > 0 {
 		return kerr.GroupIDNotFound
@@ -163,7 +163,7 @@ func (c *Coordinator) consumerToClassic(g *group) *kerr.Error {
 	if err != nil {
 		return storeError(err)
 	}
-	c.wait(context.Background(), g, w)
+	c.wait(ctx, g, w)
 	if result != nil {
 		return storeError(result)
 	}

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func FuzzConsumerHeartbeat(f *testing.F) {
 					hr.Owned = append(hr.Owned, TopicPartitionsByID{TopicID: tp.TopicID, Partitions: tp.Partitions})
 				}
 			}
-			e.c.ConsumerHeartbeat(hr)
+			e.c.ConsumerHeartbeat(context.Background(), hr)
 			e.clock.Advance(time.Second)
 			checkInvariants(t, e.c)
 		}

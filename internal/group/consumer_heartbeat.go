@@ -109,7 +109,9 @@ func validateHeartbeat(req *ConsumerHeartbeatRequest) *ConsumerHeartbeatResult {
 // ConsumerHeartbeat handles a ConsumerGroupHeartbeat: joins (epoch 0),
 // heartbeats that report owned partitions and receive the assignment,
 // and leaves (epoch -1, or -2 for a static member that will return).
-func (c *Coordinator) ConsumerHeartbeat(req ConsumerHeartbeatRequest) ConsumerHeartbeatResult {
+// ctx is the request's: its waits for the group's writes take its wait
+// clock, not its end.
+func (c *Coordinator) ConsumerHeartbeat(ctx context.Context, req ConsumerHeartbeatRequest) ConsumerHeartbeatResult {
 	if r := validateHeartbeat(&req); r != nil {
 		return *r
 	}
@@ -117,24 +119,24 @@ func (c *Coordinator) ConsumerHeartbeat(req ConsumerHeartbeatRequest) ConsumerHe
 		req.MemberID = newUUID() // v0: the coordinator names the member
 	}
 	if req.MemberEpoch < 0 {
-		return c.consumerLeave(req)
+		return c.consumerLeave(ctx, req)
 	}
 	for {
-		g, err := c.lockGroupIdle(req.Group, req.MemberEpoch == 0, false, false)
+		g, err := c.lockGroupIdle(ctx, req.Group, req.MemberEpoch == 0, false, false)
 		if err != nil {
 			return hbFail(asKerr(err), "%v", err)
 		}
 		if g == nil {
 			return hbFail(kerr.GroupIDNotFound, "Consumer group %s not found.", req.Group)
 		}
-		res, busy := c.consumerHeartbeatLocked(g, req)
+		res, busy := c.consumerHeartbeatLocked(ctx, g, req)
 		c.unlockMaybeForget(g)
 		if busy == nil {
 			return res
 		}
 		// This heartbeat changes the group, and another change is being
 		// written: compute it again from the state that one leaves.
-		<-busy.done
+		awaitDone(ctx, busy)
 	}
 }
 
@@ -144,7 +146,7 @@ func (c *Coordinator) ConsumerHeartbeat(req ConsumerHeartbeatRequest) ConsumerHe
 // the group while another change is in flight returns that write, to be
 // waited for before trying again (its records would be computed from a
 // state about to change).
-func (c *Coordinator) consumerHeartbeatLocked(g *group, req ConsumerHeartbeatRequest) (ConsumerHeartbeatResult, *pendingWrite) {
+func (c *Coordinator) consumerHeartbeatLocked(ctx context.Context, g *group, req ConsumerHeartbeatRequest) (ConsumerHeartbeatResult, *pendingWrite) {
 	var recs []cgRecord
 	var classicTombstone bool
 	cg := g.consumer
@@ -286,7 +288,7 @@ func (c *Coordinator) consumerHeartbeatLocked(g *group, req ConsumerHeartbeatReq
 		c.log.Warn("store consumer group heartbeat", slog.String("group", g.id), slog.String("member", old.id), slog.Any("err", err))
 		return hbFail(storeError(err), "%v", err), nil
 	}
-	c.wait(context.Background(), g, w)
+	c.wait(ctx, g, w)
 	return result, nil
 }
 

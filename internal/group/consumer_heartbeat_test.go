@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -160,26 +161,26 @@ func TestConsumerFencing(t *testing.T) {
 	}
 	// A newer epoch than the coordinator's, or an older one that is not
 	// the previous: fenced.
-	wantCode(t, e.c.ConsumerHeartbeat(req(a.epoch+1)), kerr.FencedMemberEpoch)
-	wantCode(t, e.c.ConsumerHeartbeat(req(a.epoch-2)), kerr.FencedMemberEpoch)
+	wantCode(t, e.c.ConsumerHeartbeat(context.Background(), req(a.epoch+1)), kerr.FencedMemberEpoch)
+	wantCode(t, e.c.ConsumerHeartbeat(context.Background(), req(a.epoch-2)), kerr.FencedMemberEpoch)
 	// The previous epoch with owned partitions within the assignment is
 	// a lost response: accepted, and the member learns its epoch.
 	r := req(a.epoch - 1)
 	for id, ps := range a.owned {
 		r.Owned = append(r.Owned, TopicPartitionsByID{TopicID: id, Partitions: ps})
 	}
-	got := e.c.ConsumerHeartbeat(r)
+	got := e.c.ConsumerHeartbeat(context.Background(), r)
 	ok(t, got)
 	if got.MemberEpoch != a.epoch {
 		t.Fatalf("lost-response heartbeat answered epoch %d, want %d", got.MemberEpoch, a.epoch)
 	}
 	// ... but not when it claims partitions it is not assigned.
 	r.Owned = append(r.Owned, TopicPartitionsByID{TopicID: tid("t1"), Partitions: []int32{0, 1, 2, 3}})
-	wantCode(t, e.c.ConsumerHeartbeat(r), kerr.FencedMemberEpoch)
+	wantCode(t, e.c.ConsumerHeartbeat(context.Background(), r), kerr.FencedMemberEpoch)
 
-	wantCode(t, e.c.ConsumerHeartbeat(ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "zz", MemberEpoch: 3, RebalanceTimeoutMs: -1}), kerr.UnknownMemberID)
-	wantCode(t, e.c.ConsumerHeartbeat(ConsumerHeartbeatRequest{Version: 1, Group: "nope", MemberID: "zz", MemberEpoch: 3, RebalanceTimeoutMs: -1}), kerr.GroupIDNotFound)
-	wantCode(t, e.c.ConsumerHeartbeat(ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "zz", MemberEpoch: leaveEpoch, RebalanceTimeoutMs: -1}), kerr.UnknownMemberID)
+	wantCode(t, e.c.ConsumerHeartbeat(context.Background(), ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "zz", MemberEpoch: 3, RebalanceTimeoutMs: -1}), kerr.UnknownMemberID)
+	wantCode(t, e.c.ConsumerHeartbeat(context.Background(), ConsumerHeartbeatRequest{Version: 1, Group: "nope", MemberID: "zz", MemberEpoch: 3, RebalanceTimeoutMs: -1}), kerr.GroupIDNotFound)
+	wantCode(t, e.c.ConsumerHeartbeat(context.Background(), ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "zz", MemberEpoch: leaveEpoch, RebalanceTimeoutMs: -1}), kerr.UnknownMemberID)
 }
 
 func TestConsumerRequestValidation(t *testing.T) {
@@ -189,7 +190,7 @@ func TestConsumerRequestValidation(t *testing.T) {
 		r := ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "m", RebalanceTimeoutMs: 30000,
 			SubscribedTopics: []string{"t1"}, Owned: []TopicPartitionsByID{}}
 		mod(&r)
-		return e.c.ConsumerHeartbeat(r)
+		return e.c.ConsumerHeartbeat(context.Background(), r)
 	}
 	cases := []struct {
 		name string
@@ -235,20 +236,20 @@ func TestConsumerStaticMembership(t *testing.T) {
 	inst := "i1"
 	a, _ := e.join("g", "a", "t1")
 	s := &cmemberSim{e: e, group: "g", id: "s1", inst: &inst}
-	s.apply(ok(t, e.c.ConsumerHeartbeat(ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "s1", InstanceID: &inst,
+	s.apply(ok(t, e.c.ConsumerHeartbeat(context.Background(), ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "s1", InstanceID: &inst,
 		RebalanceTimeoutMs: 30000, SubscribedTopics: []string{"t1"}, Owned: []TopicPartitionsByID{}})))
 	settle(t, a, s)
 	owned, epoch := s.owned, e.describe("g").Epoch
 
 	// Another process with the same instance id while s is active.
-	wantCode(t, e.c.ConsumerHeartbeat(ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "s2", InstanceID: &inst,
+	wantCode(t, e.c.ConsumerHeartbeat(context.Background(), ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "s2", InstanceID: &inst,
 		RebalanceTimeoutMs: 30000, SubscribedTopics: []string{"t1"}, Owned: []TopicPartitionsByID{}}), kerr.UnreleasedInstanceID)
 	// The instance id under another member id, not joining: fenced.
-	wantCode(t, e.c.ConsumerHeartbeat(ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "s2", InstanceID: &inst,
+	wantCode(t, e.c.ConsumerHeartbeat(context.Background(), ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "s2", InstanceID: &inst,
 		MemberEpoch: s.epoch, RebalanceTimeoutMs: -1}), kerr.FencedInstanceID)
 
 	// s leaves for a restart (-2): it keeps its partitions meanwhile.
-	r := ok(t, e.c.ConsumerHeartbeat(ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "s1", InstanceID: &inst,
+	r := ok(t, e.c.ConsumerHeartbeat(context.Background(), ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "s1", InstanceID: &inst,
 		MemberEpoch: staticLeaveEpoch, RebalanceTimeoutMs: -1}))
 	if r.MemberEpoch != staticLeaveEpoch {
 		t.Fatalf("static leave answered epoch %d", r.MemberEpoch)
@@ -259,7 +260,7 @@ func TestConsumerStaticMembership(t *testing.T) {
 	}
 	// It comes back under a new member id: same partitions, same epoch.
 	s2 := &cmemberSim{e: e, group: "g", id: "s2", inst: &inst}
-	s2.apply(ok(t, e.c.ConsumerHeartbeat(ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "s2", InstanceID: &inst,
+	s2.apply(ok(t, e.c.ConsumerHeartbeat(context.Background(), ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "s2", InstanceID: &inst,
 		RebalanceTimeoutMs: 30000, SubscribedTopics: []string{"t1"}, Owned: []TopicPartitionsByID{}})))
 	if d := e.describe("g"); d.Epoch != epoch || len(d.Members) != 2 {
 		t.Fatalf("static rejoin changed the group: %+v", d)
@@ -302,7 +303,7 @@ func TestConsumerRegexSubscription(t *testing.T) {
 	e := newCEnv(t)
 	re := "t[12]"
 	m := &cmemberSim{e: e, group: "g", id: "m"}
-	m.apply(ok(t, e.c.ConsumerHeartbeat(ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "m",
+	m.apply(ok(t, e.c.ConsumerHeartbeat(context.Background(), ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "m",
 		RebalanceTimeoutMs: 30000, SubscribedRegex: &re, Owned: []TopicPartitionsByID{}})))
 	if m.count() != 6 {
 		t.Fatalf("regex member owns %v, want t1 and t2 (6 partitions)", m.owned)

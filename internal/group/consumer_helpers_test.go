@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
@@ -123,7 +124,7 @@ type cmemberSim struct {
 func (e *cenv) join(group, id string, topics ...string) (*cmemberSim, ConsumerHeartbeatResult) {
 	e.t.Helper()
 	m := &cmemberSim{e: e, group: group, id: id}
-	r := e.c.ConsumerHeartbeat(ConsumerHeartbeatRequest{
+	r := e.c.ConsumerHeartbeat(context.Background(), ConsumerHeartbeatRequest{
 		Version: 1, Group: group, MemberID: id, MemberEpoch: 0, RebalanceTimeoutMs: 30000,
 		SubscribedTopics: topics, Owned: []TopicPartitionsByID{}, ClientID: id, ClientHost: "/127.0.0.1",
 	})
@@ -151,7 +152,7 @@ func (m *cmemberSim) beat() ConsumerHeartbeatResult {
 	for id, ps := range m.owned {
 		owned = append(owned, TopicPartitionsByID{TopicID: id, Partitions: ps})
 	}
-	r := m.e.c.ConsumerHeartbeat(ConsumerHeartbeatRequest{
+	r := m.e.c.ConsumerHeartbeat(context.Background(), ConsumerHeartbeatRequest{
 		Version: 1, Group: m.group, MemberID: m.id, MemberEpoch: m.epoch, InstanceID: m.inst,
 		RebalanceTimeoutMs: -1, Owned: owned, ClientID: m.id,
 	})
@@ -162,7 +163,7 @@ func (m *cmemberSim) beat() ConsumerHeartbeatResult {
 // keepalive sends a heartbeat that reports nothing (all fields null).
 func (m *cmemberSim) keepalive() ConsumerHeartbeatResult {
 	m.e.t.Helper()
-	r := m.e.c.ConsumerHeartbeat(ConsumerHeartbeatRequest{
+	r := m.e.c.ConsumerHeartbeat(context.Background(), ConsumerHeartbeatRequest{
 		Version: 1, Group: m.group, MemberID: m.id, MemberEpoch: m.epoch, InstanceID: m.inst, RebalanceTimeoutMs: -1, ClientID: m.id,
 	})
 	m.apply(r)
@@ -170,7 +171,7 @@ func (m *cmemberSim) keepalive() ConsumerHeartbeatResult {
 }
 
 func (m *cmemberSim) leave() ConsumerHeartbeatResult {
-	return m.e.c.ConsumerHeartbeat(ConsumerHeartbeatRequest{
+	return m.e.c.ConsumerHeartbeat(context.Background(), ConsumerHeartbeatRequest{
 		Version: 1, Group: m.group, MemberID: m.id, MemberEpoch: leaveEpoch, RebalanceTimeoutMs: -1,
 	})
 }

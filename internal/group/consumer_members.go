@@ -279,9 +279,9 @@ func (c *Coordinator) writeConsumer(g *group, recs []cgRecord, done func(error))
 // consumerLeave handles a heartbeat with epoch -1 (leave) or -2 (a
 // static member leaving for a while: it keeps its partitions until its
 // session expires or its successor joins).
-func (c *Coordinator) consumerLeave(req ConsumerHeartbeatRequest) ConsumerHeartbeatResult {
+func (c *Coordinator) consumerLeave(ctx context.Context, req ConsumerHeartbeatRequest) ConsumerHeartbeatResult {
 	// A leave always writes: it waits for the group's state to settle.
-	g, err := c.lockGroupIdle(req.Group, false, false, true)
+	g, err := c.lockGroupIdle(ctx, req.Group, false, false, true)
 	if err != nil {
 		return hbFail(asKerr(err), "%v", err)
 	}
@@ -327,7 +327,7 @@ func (c *Coordinator) consumerLeave(req ConsumerHeartbeatRequest) ConsumerHeartb
 	if err != nil {
 		return hbFail(storeError(err), "%v", err)
 	}
-	c.wait(context.Background(), g, w)
+	c.wait(ctx, g, w)
 	if result != nil {
 		return hbFail(storeError(result), "%v", result)
 	}

@@ -62,7 +62,7 @@ func TestConsumerGroupSurvivesRestart(t *testing.T) {
 	if d := ne3.describe("g"); d.State != cgEmpty || d.Epoch == 0 {
 		t.Fatalf("empty group after restart: %+v", d)
 	}
-	errs := ne3.c.DeleteGroups([]string{"g"})
+	errs := ne3.c.DeleteGroups(context.Background(), []string{"g"})
 	wantErr(t, errs[0], nil)
 	ne4 := ne3.reopen()
 	if _, err := ne4.c.DescribeConsumerGroup("g"); err != kerr.GroupIDNotFound {

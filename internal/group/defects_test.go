@@ -83,10 +83,10 @@ func TestEmptyGroupIDForOffsetAPIsOnly(t *testing.T) {
 	wantKerr(t, e.syncAsync(SyncRequest{Group: "", MemberID: "m", Generation: 1}).done(t).Err, kerr.InvalidGroupID)
 	_, err = e.c.Leave("", []LeavingMember{{MemberID: "m"}})
 	wantErr(t, err, kerr.InvalidGroupID)
-	_, err = e.c.DeleteOffsets("", []TopicPartitions{{Topic: "t1", Partitions: []int32{2}}})
+	_, err = e.c.DeleteOffsets(context.Background(), "", []TopicPartitions{{Topic: "t1", Partitions: []int32{2}}})
 	wantErr(t, err, kerr.InvalidGroupID)
 
-	wantErr(t, e.c.DeleteGroups([]string{""})[0], nil)
+	wantErr(t, e.c.DeleteGroups(context.Background(), []string{""})[0], nil)
 	if f := fetchOne(t, e, "", "t1", 2); f.Offset != -1 {
 		t.Fatalf("offset of the deleted group still fetched: %+v", f)
 	}

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -151,7 +152,7 @@ type pendingJoin struct {
 
 func (e *env) joinAsync(req JoinRequest) *pendingJoin {
 	pj := &pendingJoin{ch: make(chan JoinResult, 1)}
-	e.c.join(req, func(r JoinResult) { pj.ch <- r })
+	e.c.join(context.Background(), req, func(r JoinResult) { pj.ch <- r })
 	return pj
 }
 

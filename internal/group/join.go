@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-project/weir/internal/waitclock"
 )
 
 // JoinRequest is a JoinGroup, version-independent.
@@ -49,10 +51,14 @@ type JoinResult struct {
 }
 
 // Join handles a JoinGroup: it returns when the rebalance it takes part
-// in completes, or when ctx ends (the connection went away).
+// in completes, or when ctx ends (the connection went away). Its wait for
+// the rest of the group is told to ctx's wait clock: Kafka counts a
+// JoinGroup held until the group is ready (its DelayedJoin) as remote
+// time.
 func (c *Coordinator) Join(ctx context.Context, req JoinRequest) JoinResult {
 	ch := make(chan JoinResult, 1)
-	c.join(req, func(r JoinResult) { ch <- r })
+	c.join(ctx, req, func(r JoinResult) { ch <- r })
+	defer waitclock.Start(ctx)()
 	select {
 	case r := <-ch:
 		return r
@@ -63,8 +69,8 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest) JoinResult {
 
 // join is Join with a callback, which is called exactly once, possibly
 // before join returns, always with the group's lock held: it must not
-// block.
-func (c *Coordinator) join(req JoinRequest, cb func(JoinResult)) {
+// block. ctx is the request's, for its wait clock.
+func (c *Coordinator) join(ctx context.Context, req JoinRequest, cb func(JoinResult)) {
 	fail := func(err *kerr.Error) {
 		cb(JoinResult{Err: err, MemberID: req.MemberID, Generation: -1})
 	}
@@ -79,7 +85,7 @@ func (c *Coordinator) join(req JoinRequest, cb func(JoinResult)) {
 	for {
 		// Waiting for a consumer group's state to settle: converting it
 		// writes records computed from it.
-		g, err := c.lockGroupIdle(req.Group, req.MemberID == "", false, true)
+		g, err := c.lockGroupIdle(ctx, req.Group, req.MemberID == "", false, true)
 		if err != nil {
 			fail(asKerr(err))
 			return
@@ -93,7 +99,7 @@ func (c *Coordinator) join(req JoinRequest, cb func(JoinResult)) {
 			c.unlockMaybeForget(g)
 			return
 		}
-		kerrErr := c.consumerToClassic(g)
+		kerrErr := c.consumerToClassic(ctx, g)
 		c.unlockMaybeForget(g)
 		if kerrErr != nil {
 			fail(kerrErr)

@@ -66,7 +66,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req CommitRequest) []er
 		}
 		return errs
 	}
-	g, err := c.lockGroupIdle(req.Group, req.Generation < 0, true, false)
+	g, err := c.lockGroupIdle(ctx, req.Group, req.Generation < 0, true, false)
 	if err != nil {
 		return setAll(err)
 	}
@@ -263,13 +263,14 @@ func (c *Coordinator) FetchOffsets(groupID string, topics []TopicPartitions) ([]
 // DeleteOffsets removes committed offsets (OffsetDelete). Partitions of
 // topics the group's members still subscribe to are refused with
 // GROUP_SUBSCRIBED_TO_TOPIC. Returns the group-level error and one
-// error per partition, in order.
-func (c *Coordinator) DeleteOffsets(groupID string, topics []TopicPartitions) ([][]error, error) {
+// error per partition, in order. ctx is the request's, for its wait
+// clock.
+func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, topics []TopicPartitions) ([][]error, error) {
 	errs := make([][]error, len(topics))
 	for i, t := range topics {
 		errs[i] = make([]error, len(t.Partitions))
 	}
-	g, err := c.lockGroupIdle(groupID, false, false, false)
+	g, err := c.lockGroupIdle(ctx, groupID, false, false, false)
 	if err != nil {
 		return errs, err
 	}
@@ -317,7 +318,7 @@ func (c *Coordinator) DeleteOffsets(groupID string, topics []TopicPartitions) ([
 	if err != nil {
 		return errs, storeError(err)
 	}
-	c.wait(context.Background(), g, w)
+	c.wait(ctx, g, w)
 	if result != nil {
 		return errs, storeError(result)
 	}

@@ -120,7 +120,7 @@ func TestDeleteGroupsAndOffsets(t *testing.T) {
 	e := newEnv(t, time.Second)
 	ids, gen := e.stableGroup("g", "c1")
 	commit(e, CommitRequest{Group: "g", MemberID: ids[0], Generation: gen, Offsets: []CommitOffset{{Topic: "t1", Partition: 0, Offset: 5}, {Topic: "t2", Partition: 0, Offset: 6}}})
-	errs := e.c.DeleteGroups([]string{"g", "missing"})
+	errs := e.c.DeleteGroups(context.Background(), []string{"g", "missing"})
 	wantErr(t, errs[0], kerr.NonEmptyGroup)
 	wantErr(t, errs[1], kerr.GroupIDNotFound)
 
@@ -135,7 +135,7 @@ func TestDeleteGroupsAndOffsets(t *testing.T) {
 	r := j.done(t)
 	e2.syncAsync(SyncRequest{Group: "cg", MemberID: r.MemberID, Generation: r.Generation, Assignments: map[string][]byte{}}).done(t)
 	commit(e2, CommitRequest{Group: "cg", MemberID: r.MemberID, Generation: r.Generation, Offsets: []CommitOffset{{Topic: "t1", Partition: 0, Offset: 5}, {Topic: "t2", Partition: 0, Offset: 6}}})
-	perr, err := e2.c.DeleteOffsets("cg", []TopicPartitions{{Topic: "t1", Partitions: []int32{0}}, {Topic: "t2", Partitions: []int32{0}}})
+	perr, err := e2.c.DeleteOffsets(context.Background(), "cg", []TopicPartitions{{Topic: "t1", Partitions: []int32{0}}, {Topic: "t2", Partitions: []int32{0}}})
 	wantErr(t, err, nil)
 	wantErr(t, perr[0][0], kerr.GroupSubscribedToTopic)
 	wantErr(t, perr[1][0], nil)
@@ -145,12 +145,12 @@ func TestDeleteGroupsAndOffsets(t *testing.T) {
 	if f := fetchOne(t, e2, "cg", "t1", 0); f.Offset != 5 {
 		t.Fatalf("subscribed offset deleted: %+v", f)
 	}
-	_, err = e2.c.DeleteOffsets("nosuch", []TopicPartitions{{Topic: "t1", Partitions: []int32{0}}})
+	_, err = e2.c.DeleteOffsets(context.Background(), "nosuch", []TopicPartitions{{Topic: "t1", Partitions: []int32{0}}})
 	wantErr(t, err, kerr.GroupIDNotFound)
 
 	// Once empty, the group can be deleted, and stays deleted after reload.
 	e.c.Leave("g", []LeavingMember{{MemberID: ids[0]}})
-	wantErr(t, e.c.DeleteGroups([]string{"g"})[0], nil)
+	wantErr(t, e.c.DeleteGroups(context.Background(), []string{"g"})[0], nil)
 	if f := fetchOne(t, e, "g", "t1", 0); f.Offset != -1 {
 		t.Fatalf("offset survived delete: %+v", f)
 	}

@@ -17,12 +17,12 @@ func TestConsumerOffsetDeleteRefusesRegexSubscribedTopic(t *testing.T) {
 	e := newCEnv(t)
 	re := "t[12]"
 	m := &cmemberSim{e: e, group: "g", id: "m"}
-	m.apply(ok(t, e.c.ConsumerHeartbeat(ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "m",
+	m.apply(ok(t, e.c.ConsumerHeartbeat(context.Background(), ConsumerHeartbeatRequest{Version: 1, Group: "g", MemberID: "m",
 		RebalanceTimeoutMs: 30000, SubscribedRegex: &re, Owned: []TopicPartitionsByID{}})))
 	errs := e.c.CommitOffsets(context.Background(), CommitRequest{Group: "g", MemberID: "m", Generation: m.epoch, APIVersion: 9,
 		Offsets: []CommitOffset{{Topic: "t1", Partition: 0, Offset: 7, LeaderEpoch: -1}}})
 	wantErr(t, errs[0], nil)
-	perr, err := e.c.DeleteOffsets("g", []TopicPartitions{{Topic: "t1", Partitions: []int32{0}}})
+	perr, err := e.c.DeleteOffsets(context.Background(), "g", []TopicPartitions{{Topic: "t1", Partitions: []int32{0}}})
 	wantErr(t, err, nil)
 	wantErr(t, perr[0][0], kerr.GroupSubscribedToTopic)
 	if f := fetchOne(t, e.env, "g", "t1", 0); f.Offset != 7 {

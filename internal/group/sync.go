@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-project/weir/internal/waitclock"
 )
 
 // SyncRequest is a SyncGroup, version-independent.
@@ -28,10 +30,13 @@ type SyncResult struct {
 	Assignment   []byte
 }
 
-// Sync handles a SyncGroup: followers wait for the leader's assignment.
+// Sync handles a SyncGroup: followers wait for the leader's assignment,
+// the leader for it to be written. The wait is told to ctx's wait clock
+// (remote time, as Kafka counts a SyncGroup held for the group).
 func (c *Coordinator) Sync(ctx context.Context, req SyncRequest) SyncResult {
 	ch := make(chan SyncResult, 1)
 	c.sync(req, func(r SyncResult) { ch <- r })
+	defer waitclock.Start(ctx)()
 	select {
 	case r := <-ch:
 		return r

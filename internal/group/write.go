@@ -3,6 +3,8 @@ package group
 import (
 	"context"
 	"fmt"
+
+	"github.com/weir-project/weir/internal/waitclock"
 )
 
 // How a group's state reaches __consumer_offsets. As in Kafka's
@@ -123,9 +125,17 @@ func (c *Coordinator) wait(ctx context.Context, g *group, w *pendingWrite) {
 		// An earlier write of the group is still waiting; its waiter
 		// completes this one after it.
 		g.mu.Unlock()
-		<-w.done
+		awaitDone(ctx, w)
 		g.mu.Lock()
 	}
+}
+
+// awaitDone waits for w to complete, telling ctx's wait clock: a request
+// held behind an earlier write of its group waits for followers as much
+// as for its own write (remote time).
+func awaitDone(ctx context.Context, w *pendingWrite) {
+	defer waitclock.Start(ctx)()
+	<-w.done
 }
 
 // waitAsync is wait for the callers that must not block (timers, and
@@ -164,8 +174,9 @@ func (c *Coordinator) awaitCommit(req context.Context, g *group, a Appended) err
 // lockGroupIdle is lockGroupID for the requests that change a group: it
 // waits (unlocked) while a barrier write of the group is in flight, and
 // with consumer also while a consumer group state write is, then looks
-// the group up again (it may be gone, or another one).
-func (c *Coordinator) lockGroupIdle(id string, create, allowEmpty, consumer bool) (*group, error) {
+// the group up again (it may be gone, or another one). ctx is the
+// request's, for its wait clock.
+func (c *Coordinator) lockGroupIdle(ctx context.Context, id string, create, allowEmpty, consumer bool) (*group, error) {
 	for {
 		g, err := c.lockGroupID(id, create, allowEmpty)
 		if g == nil || err != nil {
@@ -179,6 +190,6 @@ func (c *Coordinator) lockGroupIdle(id string, create, allowEmpty, consumer bool
 			return g, nil
 		}
 		g.mu.Unlock()
-		<-w.done
+		awaitDone(ctx, w)
 	}
 }

@@ -330,7 +330,7 @@ func TestCommitWaitsForAPendingDeletion(t *testing.T) {
 	e := newEnv(t, 0)
 	wantErr(t, commit(e, simpleCommit("g", 0, 1))[0], nil)
 	e.log.hold()
-	del := async(func() error { return e.c.DeleteGroups([]string{"g"})[0] })
+	del := async(func() error { return e.c.DeleteGroups(context.Background(), []string{"g"})[0] })
 	e.log.waitHeld(t, 1)
 	after := e.commitAsync(simpleCommit("g", 1, 5))
 	if f := fetchOne(t, e, "g", "t1", 0); f.Offset != 1 {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/weir-project/weir/internal/waitclock"
 )
 
 // leaderPoll is how often WaitLeader re-checks Raft state; raft offers no
@@ -136,6 +138,10 @@ func timeoutOf(ctx context.Context) time.Duration {
 func (c *Controller) waitFuture(ctx context.Context, f raft.Future) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
+	// The quorum's answer is the request's remote time (a controller's
+	// CreateTopics waits for it as a forwarding broker waits for the
+	// controller).
+	defer waitclock.Start(ctx)()
 	select {
 	case err := <-done:
 		return mapRaftErr(err)

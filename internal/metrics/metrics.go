@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weir-project/weir/internal/errcode"
 	"github.com/weir-project/weir/internal/server"
 )
 
@@ -49,6 +50,9 @@ type Metrics struct {
 	remoteTime *prometheus.HistogramVec
 	sendTime   *prometheus.HistogramVec
 	reqBytes   *prometheus.HistogramVec
+	respBytes  *prometheus.HistogramVec
+	errors     *prometheus.CounterVec
+	errWalker  errorWalker
 	isrShrinks prometheus.Counter
 	isrExpands prometheus.Counter
 }
@@ -56,6 +60,11 @@ type Metrics struct {
 // requestTimeBuckets span a fast local answer to a long-polling fetch
 // (fetch.max.wait.ms) and a produce waiting for acks up to its timeout.
 var requestTimeBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// frameBuckets span request and response frames from a heartbeat's tens
+// of bytes to 16 MiB (64 B * 4^9, the last finite bound; larger produces
+// and fetches count in +Inf only).
+var frameBuckets = prometheus.ExponentialBuckets(64, 4, 10)
 
 // logFlushBuckets span an fsync of a page-cache-warm segment on an SSD
 // to a slow disk's seconds.
@@ -92,7 +101,7 @@ func New(opts Options) *Metrics {
 	})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kafka_network_requestmetrics_requests_total",
-		Help: "Requests answered, per API and version (kafka.network:type=RequestMetrics,name=RequestsPerSec).",
+		Help: "Requests answered, per API and version; a Fetch also as FetchConsumer or FetchFollower (kafka.network:type=RequestMetrics,name=RequestsPerSec).",
 	}, []string{"request", "version"})
 	m.totalTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "kafka_network_requestmetrics_totaltime_seconds",
@@ -111,7 +120,7 @@ func New(opts Options) *Metrics {
 	}, []string{"request"})
 	m.remoteTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "kafka_network_requestmetrics_remotetime_seconds",
-		Help:    "Time the handler waited for followers or for data (acks=-1, long polls, group commits), per API (kafka.network:type=RequestMetrics,name=RemoteTimeMs).",
+		Help:    "Time the handler waited for other brokers, data or clients (acks=-1, long polls, group commits, joins and syncs, forwarding to the controller), per API (kafka.network:type=RequestMetrics,name=RemoteTimeMs).",
 		Buckets: requestTimeBuckets,
 	}, []string{"request"})
 	m.sendTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -122,8 +131,17 @@ func New(opts Options) *Metrics {
 	m.reqBytes = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "kafka_network_requestmetrics_requestbytes",
 		Help:    "Request frame sizes in bytes, per API (kafka.network:type=RequestMetrics,name=RequestBytes).",
-		Buckets: prometheus.ExponentialBuckets(64, 4, 10),
+		Buckets: frameBuckets,
 	}, []string{"request"})
+	m.respBytes = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_network_requestmetrics_responsebytes",
+		Help:    "Response frame sizes in bytes, per API, of the responses written (no Kafka MBean; beside RequestBytes).",
+		Buckets: frameBuckets,
+	}, []string{"request"})
+	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_network_requestmetrics_errors_total",
+		Help: "Error codes in responses, NONE included, each top-level, topic and partition code counted, per API and error (kafka.network:type=RequestMetrics,name=ErrorsPerSec).",
+	}, []string{"request", "error"})
 	m.isrShrinks = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kafka_server_replicamanager_isrshrinks_total",
 		Help: "ISR shrinks committed for partitions led here (kafka.server:type=ReplicaManager,name=IsrShrinksPerSec).",
@@ -135,7 +153,8 @@ func New(opts Options) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.bytesIn, m.bytesOut, m.messagesIn, m.replIn, m.replOut, m.logFlush, m.requests, m.totalTime, m.queueTime, m.localTime, m.remoteTime, m.sendTime, m.reqBytes, m.isrShrinks, m.isrExpands,
+		m.bytesIn, m.bytesOut, m.messagesIn, m.replIn, m.replOut, m.logFlush, m.requests, m.totalTime, m.queueTime,
+		m.localTime, m.remoteTime, m.sendTime, m.reqBytes, m.respBytes, m.errors, m.isrShrinks, m.isrExpands,
 	)
 	if opts.State != nil {
 		m.reg.MustRegister(newStateCollector(opts.State, opts.PartitionLevel))
@@ -146,16 +165,45 @@ func New(opts Options) *Metrics {
 // Registry is the registry the HTTP handler serves (for tests).
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// RequestDone counts one answered request (server.RequestObserver).
-func (m *Metrics) RequestDone(apiKey, apiVersion int16, requestBytes int, t server.RequestTimes) {
-	name := requestName(apiKey)
-	m.requests.WithLabelValues(name, strconv.Itoa(int(apiVersion))).Inc()
+// RequestDone counts one answered request (server.RequestObserver):
+// under its API's name and, as Kafka counts a Fetch also as
+// FetchConsumer or FetchFollower, under the name the handler gave it;
+// its error codes under its API's name alone, as Kafka's.
+func (m *Metrics) RequestDone(a server.Answered) {
+	name := requestName(a.APIKey)
+	m.observeRequest(name, a)
+	if a.Subname != "" {
+		m.observeRequest(a.Subname, a)
+	}
+	if a.Response != nil {
+		m.countErrors(name, a.Response)
+	}
+}
+
+// observeRequest moves the request series of name by one request.
+func (m *Metrics) observeRequest(name string, a server.Answered) {
+	t := a.Times
+	m.requests.WithLabelValues(name, strconv.Itoa(int(a.APIVersion))).Inc()
 	m.totalTime.WithLabelValues(name).Observe(t.Total.Seconds())
 	m.queueTime.WithLabelValues(name).Observe(t.Queue.Seconds())
 	m.localTime.WithLabelValues(name).Observe(t.Local.Seconds())
 	m.remoteTime.WithLabelValues(name).Observe(t.Remote.Seconds())
 	m.sendTime.WithLabelValues(name).Observe(t.Send.Seconds())
-	m.reqBytes.WithLabelValues(name).Observe(float64(requestBytes))
+	m.reqBytes.WithLabelValues(name).Observe(float64(a.RequestBytes))
+	if a.ResponseBytes > 0 {
+		m.respBytes.WithLabelValues(name).Observe(float64(a.ResponseBytes))
+	}
+}
+
+// countErrors counts the error codes of resp, by Kafka's error names
+// (a bounded set: errcode.Name reads unknown codes as
+// UNKNOWN_SERVER_ERROR).
+func (m *Metrics) countErrors(name string, resp kmsg.Response) {
+	var t tally
+	m.errWalker.count(resp, &t)
+	t.each(func(code int16, n int) {
+		m.errors.WithLabelValues(name, errcode.Name(code)).Add(float64(n))
+	})
 }
 
 // requestName is Kafka's name of an API, as in its request label.

@@ -101,9 +101,9 @@ func TestPartitionLevelOff(t *testing.T) {
 func TestEventCounters(t *testing.T) {
 	m := New(Options{})
 	times := server.RequestTimes{Local: 200 * time.Microsecond, Remote: 799 * time.Microsecond, Send: time.Microsecond, Total: time.Millisecond}
-	m.RequestDone(0, 9, 100, times)
-	m.RequestDone(0, 9, 100, times)
-	m.RequestDone(1, 12, 50, times)
+	m.RequestDone(server.Answered{APIKey: 0, APIVersion: 9, RequestBytes: 100, Times: times})
+	m.RequestDone(server.Answered{APIKey: 0, APIVersion: 9, RequestBytes: 100, Times: times})
+	m.RequestDone(server.Answered{APIKey: 1, APIVersion: 12, RequestBytes: 50, Times: times})
 	m.Produced("t", 120, 3)
 	m.Fetched("t", 80)
 	m.ISRChanged(3, 2)
@@ -144,7 +144,7 @@ func TestRequestTimeParts(t *testing.T) {
 	}
 	for _, p := range parts {
 		p.Total = p.Queue + p.Local + p.Remote + p.Send
-		m.RequestDone(0, 9, 10, p)
+		m.RequestDone(server.Answered{APIKey: 0, APIVersion: 9, RequestBytes: 10, Times: p})
 	}
 	fams := gather(t, m)
 	sum := func(name string) (float64, uint64) {

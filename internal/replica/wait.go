@@ -13,13 +13,16 @@ package replica
 // Registration costs one map insert per partition, so a fetch over 65535
 // partitions waits on one channel instead of a select over 65535 cases.
 //
-// Being the one place requests wait, Wait is also where their remote time
-// (Kafka's RemoteTimeMs: time spent waiting for followers or for data) is
-// taken: it tells the WaitClock of its context how long it blocked.
+// Being where requests wait for partitions, Wait is also where that part
+// of their remote time (Kafka's RemoteTimeMs: time spent waiting for
+// followers or for data) is taken: it tells the request's wait clock
+// (package waitclock) how long it blocked.
 
 import (
 	"context"
 	"time"
+
+	"github.com/weir-project/weir/internal/waitclock"
 )
 
 // Event is what a waiter waits for; values may be or-ed.
@@ -58,12 +61,9 @@ func (w *Waiter) notify() {
 
 // Wait sleeps until a notification since the last receive (true), or
 // until expiry fires or ctx ends (false); a nil expiry never fires. The
-// time it blocked is told to ctx's WaitClock, if it has one.
+// time it blocked is told to ctx's wait clock, if it has one.
 func (w *Waiter) Wait(ctx context.Context, expiry <-chan time.Time) bool {
-	if clock, ok := ctx.Value(waitClockKey{}).(WaitClock); ok {
-		start := time.Now()
-		defer func() { clock.Waited(time.Since(start)) }()
-	}
+	defer waitclock.Start(ctx)()
 	select {
 	case <-w.c:
 		return true
@@ -71,20 +71,6 @@ func (w *Waiter) Wait(ctx context.Context, expiry <-chan time.Time) bool {
 	case <-ctx.Done():
 	}
 	return false
-}
-
-// WaitClock adds up the time a request's waits blocked (its remote time).
-// It may be told from several goroutines at once.
-type WaitClock interface {
-	Waited(d time.Duration)
-}
-
-type waitClockKey struct{}
-
-// WithWaitClock returns ctx carrying clock: every Wait on it, or on a
-// context derived from it, tells clock how long it blocked.
-func WithWaitClock(ctx context.Context, clock WaitClock) context.Context {
-	return context.WithValue(ctx, waitClockKey{}, clock)
 }
 
 // Watch registers w for ev on p (or adds ev to an earlier registration).

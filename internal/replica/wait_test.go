@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/weir-project/weir/internal/waitclock"
 )
 
 // clock adds up what it is told, as the server's RequestContext does.
@@ -21,7 +23,7 @@ func TestWaitTellsItsClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &clock{}
-	ctx := WithWaitClock(context.Background(), c)
+	ctx := waitclock.With(context.Background(), c)
 	w := NewWaiter()
 	defer w.Done()
 	w.Watch(p, HighWatermark)

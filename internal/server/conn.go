@@ -310,8 +310,10 @@ func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) b
 		c.shutdown(reason, err)
 		return false
 	}
+	respBytes := 0
 	if resp != nil && !c.peerGone.Load() {
-		if err := c.writeResponse(bw, p.hdr, resp); err != nil {
+		var err error
+		if respBytes, err = c.writeResponse(bw, p.hdr, resp); err != nil {
 			if errors.Is(err, errTransferTooSlow) {
 				c.log.Info("closing connection: response not read in time", "err", err)
 			}
@@ -322,8 +324,11 @@ func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) b
 	c.served.Add(1)
 	now := time.Now()
 	if c.s.cfg.Observer != nil {
-		c.s.cfg.Observer.RequestDone(p.hdr.APIKey, p.hdr.APIVersion, p.size,
-			requestTimes(p.received, started, handled, now, time.Duration(rc.remote.Load())))
+		c.s.cfg.Observer.RequestDone(Answered{
+			APIKey: p.hdr.APIKey, APIVersion: p.hdr.APIVersion, Subname: rc.subname,
+			RequestBytes: p.size, ResponseBytes: respBytes, Response: resp,
+			Times: requestTimes(p.received, started, handled, now, time.Duration(rc.remote.Load())),
+		})
 	}
 	c.lastActive.Store(now.UnixNano())
 	c.inflight.Add(-1)

@@ -102,6 +102,7 @@ func (h *testHandler) Handle(ctx context.Context, rc *RequestContext, req kmsg.R
 		}
 		return r.ResponseKind(), nil
 	case *kmsg.ListOffsetsRequest:
+		rc.SetSubname("ListOffsetsHeld")
 		h.started <- struct{}{}
 		var timeout <-chan time.Time
 		if h.hold > 0 {

@@ -16,7 +16,8 @@ import (
 // the write deadline.
 const writeChunk = 1 << 20
 
-// writeResponse frames and writes one response and flushes it. The header
+// writeResponse frames and writes one response and flushes it, and
+// returns the frame's size (as its size prefix says). The header
 // is the correlation id, plus an empty tagged-field section for flexible
 // responses (header v1) except ApiVersions, whose response header is
 // always v0 so that a client can read it before knowing our versions.
@@ -31,7 +32,7 @@ const writeChunk = 1 << 20
 // more than one encoded response, and nothing queues behind a client
 // that does not read. The write must keep to the transfer rule (or, with
 // the rule off, finish within connections.max.idle.ms).
-func (c *conn) writeResponse(bw *bufio.Writer, h header, resp kmsg.Response) error {
+func (c *conn) writeResponse(bw *bufio.Writer, h header, resp kmsg.Response) (int, error) {
 	if rr, ok := resp.(RegionResponse); ok {
 		if fields := rr.Regions(); len(fields) > 0 {
 			return c.writeRegionResponse(bw, h, resp, fields)
@@ -45,8 +46,9 @@ func (c *conn) writeResponse(bw *bufio.Writer, h header, resp kmsg.Response) err
 	}
 	buf, err := encodeResponse(buf, h, resp)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	size := frameSize(buf)
 	charged := int64(cap(buf))
 	c.pool.force(charged)
 	defer c.pool.unforce(charged)
@@ -55,11 +57,14 @@ func (c *conn) writeResponse(bw *bufio.Writer, h header, resp kmsg.Response) err
 		err = w.flush()
 	}
 	if err != nil {
-		return fmt.Errorf("write response to correlation id %d: %w", h.CorrelationID, err)
+		return 0, fmt.Errorf("write response to correlation id %d: %w", h.CorrelationID, err)
 	}
 	c.keepBuffer(buf)
-	return nil
+	return size, nil
 }
+
+// frameSize is an encoded frame's size prefix: the bytes after it.
+func frameSize(buf []byte) int { return int(binary.BigEndian.Uint32(buf)) }
 
 // encodeResponse encodes a whole response frame into buf.
 func encodeResponse(buf []byte, h header, resp kmsg.Response) ([]byte, error) {
@@ -90,25 +95,28 @@ func (c *conn) keepBuffer(buf []byte) {
 // off. Either way only the encoded bytes are charged to the pool. If the
 // placeholders are not found, the regions are read into the response's
 // fields (charged too) and it is written as any other.
-func (c *conn) writeRegionResponse(bw *bufio.Writer, h header, resp kmsg.Response, fields []RegionField) error {
+func (c *conn) writeRegionResponse(bw *bufio.Writer, h header, resp kmsg.Response, fields []RegionField) (int, error) {
 	var sum int64
 	for _, f := range fields {
 		sum += f.Region.Size()
 	}
 	buf, parts, ok, err := encodeRaw(c.wbuf, h, resp, fields, c.s.nonce)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if ok {
 		charged := int64(cap(buf))
 		c.pool.force(charged)
 		defer c.pool.unforce(charged)
 		sendfile := c.s.cfg.rawFetch() && sum >= rawMinBytes
+		// The size prefix counts the regions: read it before the
+		// buffer is reused.
+		size := frameSize(buf)
 		if err := c.newRespWriter(bw).writeParts(parts, sendfile); err != nil {
-			return fmt.Errorf("write response to correlation id %d: %w", h.CorrelationID, err)
+			return 0, fmt.Errorf("write response to correlation id %d: %w", h.CorrelationID, err)
 		}
 		c.keepBuffer(buf)
-		return nil
+		return size, nil
 	}
 	c.log.Warn("fetch response placeholders not found; copying its record sets into it",
 		"api_key", h.APIKey, "api_version", h.APIVersion)
@@ -121,7 +129,7 @@ func (c *conn) writeRegionResponse(bw *bufio.Writer, h header, resp kmsg.Respons
 		c.wbuf = make([]byte, 0, need)
 	}
 	if _, err := fillRegions(fields, nil); err != nil {
-		return fmt.Errorf("response to correlation id %d: %w", h.CorrelationID, err)
+		return 0, fmt.Errorf("response to correlation id %d: %w", h.CorrelationID, err)
 	}
 	return c.writeResponse(bw, h, withoutRegions{resp})
 }

@@ -56,9 +56,26 @@ type Handler interface {
 // no metrics library.
 type RequestObserver interface {
 	// RequestDone is called once a request has been answered (its
-	// response written, or none sent for acks=0), with the frame's size
-	// and its times.
-	RequestDone(apiKey, apiVersion int16, requestBytes int, t RequestTimes)
+	// response written, or none sent for acks=0).
+	RequestDone(a Answered)
+}
+
+// Answered is one answered request, as the observer sees it.
+type Answered struct {
+	APIKey, APIVersion int16
+	// Subname is the name the handler gave the request beside its API's
+	// (RequestContext.SetSubname): Kafka's FetchConsumer or FetchFollower
+	// for a Fetch; empty for most.
+	Subname string
+	// RequestBytes and ResponseBytes are the frames' sizes, as their size
+	// prefixes say (header and body, not the prefix itself);
+	// ResponseBytes is 0 when no response was written.
+	RequestBytes, ResponseBytes int
+	// Response is what the handler answered (nil for none): for the
+	// observer to read, during the call only, never to change or keep.
+	// A Fetch's may be a RegionResponse wrapping the kmsg response.
+	Response kmsg.Response
+	Times    RequestTimes
 }
 
 // RequestTimes are one request's times, split as Kafka's RequestMetrics
@@ -96,13 +113,22 @@ type RequestContext struct {
 
 	// remote adds up the nanoseconds the handler waited (Waited).
 	remote atomic.Int64
+	// subname is what SetSubname set.
+	subname string
 }
 
-// Waited adds d to the time the handler spent waiting for other brokers
-// or for data, which the request metrics count as remote rather than
-// local time. The handler's one wait mechanism calls it (the broker hands
-// rc to replica.WithWaitClock); it is safe from any goroutine.
+// Waited adds d to the time the handler spent waiting for other brokers,
+// for data or for other clients, which the request metrics count as
+// remote rather than local time. The handler's one wait clock calls it
+// (the broker puts rc in the request's context with waitclock.With); it
+// is safe from any goroutine.
 func (rc *RequestContext) Waited(d time.Duration) { rc.remote.Add(int64(d)) }
+
+// SetSubname names the request for the request metrics beside its API's
+// name, as Kafka counts a Fetch also as FetchConsumer or FetchFollower:
+// the handler knows which it is without the server reading the body
+// again. Call it on the handler's goroutine, before it returns.
+func (rc *RequestContext) SetSubname(name string) { rc.subname = name }
 
 // Listener is one named address to accept connections on.
 type Listener struct {

@@ -33,14 +33,21 @@ func TestRequestTimesAddUp(t *testing.T) {
 
 // timesObserver records what the server reports.
 type timesObserver struct {
-	mu    sync.Mutex
-	times map[int16][]RequestTimes
+	mu       sync.Mutex
+	times    map[int16][]RequestTimes
+	answered map[int16][]Answered
 }
 
-func (o *timesObserver) RequestDone(key, _ int16, _ int, t RequestTimes) {
+func newTimesObserver() *timesObserver {
+	return &timesObserver{times: map[int16][]RequestTimes{}, answered: map[int16][]Answered{}}
+}
+
+func (o *timesObserver) RequestDone(a Answered) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.times[key] = append(o.times[key], t)
+	o.times[a.APIKey] = append(o.times[a.APIKey], a.Times)
+	a.Response = nil // not to be kept
+	o.answered[a.APIKey] = append(o.answered[a.APIKey], a)
 }
 
 func (o *timesObserver) get(key int16) []RequestTimes {
@@ -49,13 +56,57 @@ func (o *timesObserver) get(key int16) []RequestTimes {
 	return append([]RequestTimes(nil), o.times[key]...)
 }
 
+func (o *timesObserver) getAnswered(key int16) []Answered {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]Answered(nil), o.answered[key]...)
+}
+
+// TestObserverSeesFrameSizesAndSubname: the observer is told each
+// frame's size as its size prefix says, the request's and the
+// response's, and the name the handler gave the request.
+func TestObserverSeesFrameSizesAndSubname(t *testing.T) {
+	h := newTestHandler()
+	h.hold = time.Millisecond
+	h.bigTopics = 3
+	obs := newTimesObserver()
+	ts := startServer(t, h, func(c *Config) { c.Observer = obs })
+	c := dial(t, ts.addr)
+	md := encodeRequest(kmsg.NewPtrMetadataRequest(), 4, 1, nil)
+	lo := encodeRequest(kmsg.NewPtrListOffsetsRequest(), 1, 2, nil)
+	send(t, c, md, lo)
+	_, mdBody := readResponse(t, c)
+	_, loBody := readResponse(t, c)
+	waitUntil(t, "both requests observed", func() bool { return len(obs.getAnswered(2)) == 1 && len(obs.getAnswered(3)) == 1 })
+	for _, x := range []struct {
+		got        Answered
+		req        []byte
+		respBody   []byte
+		subname    string
+		apiVersion int16
+	}{
+		{obs.getAnswered(3)[0], md, mdBody, "", 4},
+		{obs.getAnswered(2)[0], lo, loBody, "ListOffsetsHeld", 1},
+	} {
+		// The frames read by the test lack their size prefix; the
+		// response's also its correlation id.
+		if x.got.RequestBytes != len(x.req)-4 || x.got.ResponseBytes != len(x.respBody)+4 {
+			t.Errorf("api %d: told request %d and response %d bytes, frames of %d and %d",
+				x.got.APIKey, x.got.RequestBytes, x.got.ResponseBytes, len(x.req)-4, len(x.respBody)+4)
+		}
+		if x.got.Subname != x.subname || x.got.APIVersion != x.apiVersion {
+			t.Errorf("api %d: subname %q version %d, want %q %d", x.got.APIKey, x.got.Subname, x.got.APIVersion, x.subname, x.apiVersion)
+		}
+	}
+}
+
 // TestObserverSeesHandlerWaitsAsRemoteTime: what a handler tells
 // RequestContext.Waited is the request's remote time, the rest of its
 // time local, and the parts add up to the total.
 func TestObserverSeesHandlerWaitsAsRemoteTime(t *testing.T) {
 	h := newTestHandler()
 	h.hold = 50 * time.Millisecond
-	obs := &timesObserver{times: map[int16][]RequestTimes{}}
+	obs := newTimesObserver()
 	ts := startServer(t, h, func(c *Config) { c.Observer = obs })
 	c := dial(t, ts.addr)
 	send(t, c, encodeRequest(kmsg.NewPtrListOffsetsRequest(), 1, 1, nil), encodeRequest(kmsg.NewPtrMetadataRequest(), 4, 2, nil))
