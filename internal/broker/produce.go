@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,11 +22,71 @@ import (
 // ackWait is a partition of an acks=-1 produce waiting for its batch to
 // commit.
 type ackWait struct {
-	p           *replica.Partition
-	topic, part int // where its answer is in the response
-	sp          *kmsg.ProduceResponseTopicPartition
-	epoch       int32
-	last        int64
+	p     *replica.Partition
+	sp    *kmsg.ProduceResponseTopicPartition // its answer in the response
+	epoch int32
+	last  int64
+}
+
+// pendingAppend is a partition's batches that passed the checks, to be
+// appended once the response's skeleton is built.
+type pendingAppend struct {
+	topic  string
+	rp     kmsg.ProduceRequestTopicPartition
+	ti, pi int // its answer: resp.Topics[ti].Partitions[pi]
+}
+
+// parallelAppendBytes is the size of a Produce request from which its
+// partitions are appended in parallel. Below it a goroutine's start and
+// wake-up cost more than the copy they would overlap.
+const parallelAppendBytes = 256 << 10
+
+// appendAll appends every pending partition and returns the acks=-1
+// waits. A request carrying enough bytes for several partitions is
+// appended by up to GOMAXPROCS goroutines at once: a client with one
+// request in flight per broker (Kafka clients without idempotence) waits
+// for the whole request, and appends to different partitions share
+// nothing but the disk. Within a partition nothing changes: a request is
+// handled whole before its connection's next one, so per-partition
+// order holds.
+func (b *Broker) appendAll(resp *kmsg.ProduceResponse, jobs []pendingAppend, acks int16) []ackWait {
+	waits := make([]ackWait, len(jobs))
+	ok := make([]bool, len(jobs))
+	run := func(i int) {
+		j := jobs[i]
+		sp := &resp.Topics[j.ti].Partitions[j.pi]
+		waits[i], ok[i] = b.produceOne(j.topic, j.rp, acks, sp)
+		waits[i].sp = sp
+	}
+	total := 0
+	for _, j := range jobs {
+		total += len(j.rp.Records)
+	}
+	if workers := min(len(jobs), runtime.GOMAXPROCS(0)); workers < 2 || total < parallelAppendBytes {
+		for i := range jobs {
+			run(i)
+		}
+	} else {
+		var next atomic.Int64
+		work := func() {
+			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
+				run(i)
+			}
+		}
+		var wg sync.WaitGroup
+		for range workers - 1 {
+			wg.Go(work)
+		}
+		work()
+		wg.Wait()
+	}
+	out := waits[:0]
+	for i := range waits {
+		if ok[i] {
+			out = append(out, waits[i])
+		}
+	}
+	return out
 }
 
 // handleProduce appends each partition's batches on the local leader.
@@ -40,7 +103,7 @@ type ackWait struct {
 // them all, as Kafka's ListOffsets does, tells the client.
 func (b *Broker) handleProduce(ctx context.Context, rc *server.RequestContext, req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	var waits []ackWait
+	var appends []pendingAppend
 	acksValid := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
 	produceTopic := func(rt kmsg.ProduceRequestTopic) topicKey {
 		if req.Version >= 13 {
@@ -82,11 +145,8 @@ func (b *Broker) handleProduce(ctx context.Context, rc *server.RequestContext, r
 					break
 				}
 				rp.Records = records
-				if w, ok := b.produceOne(topic.Name, rp, req.Acks, &sp); ok {
-					// Located by index: the slices still grow.
-					w.topic, w.part = len(resp.Topics), len(st.Partitions)
-					waits = append(waits, w)
-				}
+				// Located by index: the slices still grow.
+				appends = append(appends, pendingAppend{topic: topic.Name, rp: rp, ti: len(resp.Topics), pi: len(st.Partitions)})
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -95,10 +155,8 @@ func (b *Broker) handleProduce(ctx context.Context, rc *server.RequestContext, r
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	waits := b.appendAll(resp, appends, req.Acks)
 	if len(waits) > 0 {
-		for i := range waits {
-			waits[i].sp = &resp.Topics[waits[i].topic].Partitions[waits[i].part]
-		}
 		// The batches are in the log: their bytes are not needed while
 		// waiting for the followers, whose fetches must not wait for
 		// this memory.
