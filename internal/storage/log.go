@@ -332,7 +332,7 @@ func (l *Log) flushLocked() error {
 			}
 			l.dirDirty = false
 		}
-		if err := l.epochs.Flush(); err != nil {
+		if err := l.epochs.FlushBelow(leo); err != nil {
 			return fmt.Errorf("flush %s: %w: %w", l.dir, ErrStorage, err)
 		}
 		l.recoveryPoint.Store(leo)
@@ -379,7 +379,9 @@ func (l *Log) Close() error {
 		return nil
 	}
 	var errs []error
-	if err := l.epochs.Flush(); err != nil {
+	// Entries at the log end (a leader's epoch without a record yet) are
+	// not written: after a restart the leader begins its epoch again.
+	if err := l.epochs.FlushBelow(l.logEnd.Load()); err != nil {
 		errs = append(errs, fmt.Errorf("close %s: %w: %w", l.dir, ErrStorage, err))
 	}
 	if l.hook != nil {

@@ -15,6 +15,8 @@ package leaderepoch
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"sync"
 
@@ -34,11 +36,11 @@ type Cache struct {
 	path    string
 	// entries has strictly increasing epochs and start offsets.
 	entries []checkpoint.EpochEntry
-	// version counts changes to entries; written is the version the file
-	// holds. They differ while the file lags the entries (Begin deferred
-	// the write, or the last write failed); the next Assign or Flush then
-	// writes even if it changes nothing.
-	version, written uint64
+	// onDisk is what the file holds (nil: nothing, or no file). Every
+	// write is skipped when the file already holds what it would write,
+	// so a change undone before it was written (a truncation of an entry
+	// Begin kept in memory) costs no write either.
+	onDisk []checkpoint.EpochEntry
 }
 
 // Open loads path (missing = empty). Entries are replayed through Assign's
@@ -52,7 +54,9 @@ func Open(path string) (*Cache, error) {
 	for _, e := range loaded {
 		c.assign(e)
 	}
-	c.written = c.version
+	// As loaded: a file that replaying changed is rewritten at the next
+	// write (its entries differ from onDisk).
+	c.onDisk = loaded
 	return c, nil
 }
 
@@ -71,9 +75,6 @@ func (c *Cache) Assign(epoch int32, startOffset int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.assign(checkpoint.EpochEntry{Epoch: epoch, StartOffset: startOffset})
-	if c.version == c.written {
-		return nil
-	}
 	return c.persist()
 }
 
@@ -102,26 +103,31 @@ func (c *Cache) Begin(epoch int32, startOffset int64) error {
 	return nil
 }
 
-// Flush writes the file if it lags the entries. The entries are copied
-// under the lock and written outside it (under writeMu only), so Begin
-// and readers do not wait for the fsync; a change made meanwhile leaves
-// the cache still to be flushed.
-func (c *Cache) Flush() error {
+// Flush writes the file if it lags the entries.
+func (c *Cache) Flush() error { return c.FlushBelow(math.MaxInt64) }
+
+// FlushBelow writes the entries that start below end (a log's end: an
+// epoch with no record yet needs no durable entry; if the log gets one,
+// the next flush writes it) if the file does not hold exactly those. The
+// entries are copied under the lock and written outside it (under
+// writeMu only), so Begin and readers do not wait for the fsync.
+func (c *Cache) FlushBelow(end int64) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.mu.RLock()
-	if c.version == c.written {
+	n := sort.Search(len(c.entries), func(i int) bool { return c.entries[i].StartOffset >= end })
+	if slices.Equal(c.entries[:n], c.onDisk) {
 		c.mu.RUnlock()
 		return nil
 	}
-	entries := append([]checkpoint.EpochEntry(nil), c.entries...)
-	v, path := c.version, c.path
+	entries := append([]checkpoint.EpochEntry(nil), c.entries[:n]...)
+	path := c.path
 	c.mu.RUnlock()
 	if err := checkpoint.WriteEpochs(path, entries); err != nil {
 		return fmt.Errorf("persist leader epoch cache: %w", err)
 	}
 	c.mu.Lock()
-	c.written = v
+	c.onDisk = entries
 	c.mu.Unlock()
 	return nil
 }
@@ -130,7 +136,7 @@ func (c *Cache) Flush() error {
 func (c *Cache) Dirty() bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.version != c.written
+	return !slices.Equal(c.entries, c.onDisk)
 }
 
 // changes reports whether assign(e) would change the entries: not when e
@@ -149,8 +155,7 @@ func (c *Cache) assign(e checkpoint.EpochEntry) bool {
 	for keep > 0 && (c.entries[keep-1].Epoch >= e.Epoch || c.entries[keep-1].StartOffset >= e.StartOffset) {
 		keep--
 	}
-	c.entries = append(c.entries[:keep], e)
-	c.version++
+	c.entries = append(c.entries[:keep:keep], e) // never into onDisk's array
 	return true
 }
 
@@ -213,7 +218,6 @@ func (c *Cache) TruncateFromEnd(offset int64) error {
 		return nil
 	}
 	c.entries = c.entries[:keep]
-	c.version++
 	return c.persist()
 }
 
@@ -234,7 +238,6 @@ func (c *Cache) TruncateFromStart(offset int64) error {
 	kept := append([]checkpoint.EpochEntry(nil), c.entries[covering:]...)
 	kept[0].StartOffset = offset
 	c.entries = kept
-	c.version++
 	return c.persist()
 }
 
@@ -260,11 +263,16 @@ func (c *Cache) Path() string {
 	return c.path
 }
 
-// persist writes the entries; the caller holds writeMu and mu.
+// persist writes the entries unless the file holds them already; the
+// caller holds writeMu and mu.
 func (c *Cache) persist() error {
-	if err := checkpoint.WriteEpochs(c.path, c.entries); err != nil {
+	if slices.Equal(c.entries, c.onDisk) {
+		return nil
+	}
+	entries := append([]checkpoint.EpochEntry(nil), c.entries...)
+	if err := checkpoint.WriteEpochs(c.path, entries); err != nil {
 		return fmt.Errorf("persist leader epoch cache: %w", err)
 	}
-	c.written = c.version
+	c.onDisk = entries
 	return nil
 }

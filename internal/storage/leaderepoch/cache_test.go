@@ -386,3 +386,58 @@ func TestFlushWritesWhatBeginDeferred(t *testing.T) {
 	}
 	checkEntries(t, c, path, []checkpoint.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 10}, {Epoch: 3, StartOffset: 20}, {Epoch: 4, StartOffset: 30}})
 }
+
+// TestEntryWithoutRecordsIsNotWritten: a leader's epoch begun at the log
+// end has no record to protect, so a flush below the log end, and the
+// truncation that drops the entry at the next load, write no file: a
+// broker leading thousands of empty partitions did two fsyncs per
+// partition at every stop and start for it.
+func TestEntryWithoutRecordsIsNotWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "leader-epoch-checkpoint")
+	c, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Begin(3, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.FlushBelow(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("flush below the log end wrote the file (%v)", err)
+	}
+	if err := c.TruncateFromEnd(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("truncating an unwritten entry wrote the file (%v)", err)
+	}
+	// With a record of the epoch, the entry is written, once.
+	if err := c.Begin(3, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.FlushBelow(1); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("entry with a record not written: %v", err)
+	}
+	if c.Dirty() {
+		t.Fatal("dirty after the flush")
+	}
+	if err := c.FlushBelow(5); err != nil {
+		t.Fatal(err)
+	}
+	if st2, _ := os.Stat(path); !os.SameFile(st, st2) { // a write replaces the file
+		t.Fatal("a flush with nothing new rewrote the file")
+	}
+	again, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := again.Entries(); len(e) != 1 || e[0].Epoch != 3 || e[0].StartOffset != 0 {
+		t.Fatalf("reopened: %+v", e)
+	}
+}
