@@ -2,24 +2,18 @@ package group
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weir-project/weir/internal/waitclock"
 )
 
-// waited adds up what the coordinator tells a request's wait clock.
-type waited struct{ ns atomic.Int64 }
-
-func (w *waited) Waited(d time.Duration) { w.ns.Add(int64(d)) }
-
 // TestJoinWaitTellsTheRequestClock: a JoinGroup held until the group's
 // rebalance completes tells its request's wait clock how long it was
 // held (the broker counts it as remote time), within the call's time.
 func TestJoinWaitTellsTheRequestClock(t *testing.T) {
 	e := newEnv(t, 3*time.Second)
-	clock := &waited{}
+	clock := &waitclock.Sum{}
 	ctx := waitclock.With(context.Background(), clock)
 	start := time.Now()
 	done := make(chan JoinResult, 1)
@@ -47,7 +41,7 @@ func TestJoinWaitTellsTheRequestClock(t *testing.T) {
 	if r.Err != nil {
 		t.Fatalf("join: %v", r.Err)
 	}
-	if got := time.Duration(clock.ns.Load()); got <= 0 || got > took {
+	if got := clock.Total(); got <= 0 || got > took {
 		t.Errorf("a join held in a %v call told its clock %v", took, got)
 	}
 }

@@ -2,17 +2,11 @@ package replica
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weir-project/weir/internal/waitclock"
 )
-
-// clock adds up what it is told, as the server's RequestContext does.
-type clock struct{ waited atomic.Int64 }
-
-func (c *clock) Waited(d time.Duration) { c.waited.Add(int64(d)) }
 
 // TestWaitTellsItsClock: every wait on a context carrying a clock, woken
 // by its partition, by its expiry or by the context's end, tells the
@@ -22,7 +16,7 @@ func TestWaitTellsItsClock(t *testing.T) {
 	if _, err := p.Update(State{LeaderID: 1, Replicas: []int32{1}, LeaderEpoch: 0, ISR: []int32{1}, MinISR: 1}); err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{}
+	c := &waitclock.Sum{}
 	ctx := waitclock.With(context.Background(), c)
 	w := NewWaiter()
 	defer w.Done()
@@ -41,12 +35,12 @@ func TestWaitTellsItsClock(t *testing.T) {
 	const delay = 30 * time.Millisecond
 	check := func(what string, wait func() bool) {
 		t.Helper()
-		before, start := time.Duration(c.waited.Load()), time.Now()
+		before, start := c.Total(), time.Now()
 		if wait() {
 			t.Fatalf("%s: woken with nothing changed", what)
 		}
 		took := time.Since(start)
-		if got := time.Duration(c.waited.Load()) - before; got <= 0 || got > took {
+		if got := c.Total() - before; got <= 0 || got > took {
 			t.Errorf("%s: a wait of %v told its clock %v", what, took, got)
 		}
 	}
@@ -58,11 +52,11 @@ func TestWaitTellsItsClock(t *testing.T) {
 		return w.Wait(cctx, nil)
 	})
 	// No clock: nothing told.
-	before := time.Duration(c.waited.Load())
+	before := c.Total()
 	if w.Wait(context.Background(), time.After(time.Millisecond)) {
 		t.Fatal("woken with nothing changed")
 	}
-	if got := time.Duration(c.waited.Load()); got != before {
+	if got := c.Total(); got != before {
 		t.Errorf("a wait without a clock moved it by %v", got-before)
 	}
 }

@@ -14,6 +14,7 @@ package waitclock
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -50,3 +51,13 @@ func Start(ctx context.Context) (stop func()) {
 }
 
 func noop() {}
+
+// Sum is a Clock that adds up what it is told, for tests of the places
+// that wait (the server's RequestContext is the real clock).
+type Sum struct{ ns atomic.Int64 }
+
+// Waited adds d.
+func (s *Sum) Waited(d time.Duration) { s.ns.Add(int64(d)) }
+
+// Total is the time told so far.
+func (s *Sum) Total() time.Duration { return time.Duration(s.ns.Load()) }
