@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -86,37 +85,8 @@ func TestKillLeaderDuringLibrdkafkaStream(t *testing.T) {
 	c := harness.StartCluster(t, 3)
 	const topic = "kill-leader-rdkafka"
 	createTopic(t, c, topic, 1, 3, minISR2())
-	acks := harness.NewAckLog()
-	cmd := exec.Command(python, "../idempotence/testdata/idem_producer.py",
+	acks := harness.StartPyProducer(t, python, "../idempotence/testdata/idem_producer.py",
 		strings.Join(c.Bootstrap(), ","), topic, strconv.Itoa(streamRecords), "1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
-	exited := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			if len(f) == 3 && f[0] == "ack" {
-				off, err := strconv.ParseInt(f[1], 10, 64)
-				if err != nil {
-					acks.Fail(sc.Text())
-					continue
-				}
-				acks.Ack(f[2], off)
-				continue
-			}
-			acks.Fail(sc.Text())
-		}
-		exited <- cmd.Wait()
-	}()
 
 	acks.WaitAcks(t, streamRecords/4, 2*time.Minute, "acks before the kill")
 	leader := c.Leader(topic, 0, opTimeout)
@@ -126,19 +96,11 @@ func TestKillLeaderDuringLibrdkafkaStream(t *testing.T) {
 	acks.WaitAcks(t, atKill+1, 2*time.Minute, "the first acknowledgement after the leader's kill")
 	t.Logf("leader %s killed with %d records acknowledged; first acknowledgement after it %v later",
 		leader.Addr, atKill, time.Since(killed).Round(10*time.Millisecond))
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("producer failed: %v\n%s", err, stderr.String())
-		}
-	case <-time.After(4 * time.Minute):
-		t.Fatalf("producer did not finish; %d acknowledged\n%s", acks.Count(), stderr.String())
-	}
-	acks.RequireNoFailures(t, "the producer")
+	acks.Wait(4 * time.Minute)
 	if n := acks.Count(); n != streamRecords {
 		t.Fatalf("%d of %d records acknowledged", n, streamRecords)
 	}
-	if n := harness.CheckExactlyOnce(t, survivors(c, leader), topic, 0, 0, acks); n != streamRecords {
+	if n := harness.CheckExactlyOnce(t, survivors(c, leader), topic, 0, 0, acks.AckLog); n != streamRecords {
 		t.Fatalf("%d records stored, want %d", n, streamRecords)
 	}
 }

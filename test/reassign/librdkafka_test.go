@@ -1,11 +1,9 @@
 package reassign
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,43 +31,10 @@ func TestReassignUnderLibrdkafkaStream(t *testing.T) {
 	c.CreateAssignedTopic(topic, [][]int32{{1, 2, 3}}, minISR2(), opTimeout)
 
 	stopFile := filepath.Join(t.TempDir(), "stop")
-	cmd := exec.Command(python, "../idempotence/testdata/idem_producer.py",
-		strings.Join(c.Bootstrap(), ","), topic, "0", "1", stopFile)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
 	// The acknowledgements go into the harness's log, so that its waits
 	// and its exactly-once check serve here too.
-	acks := harness.NewAckLog()
-	sent := make(chan int, 1)
-	exited := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			switch {
-			case len(f) == 3 && f[0] == "ack":
-				if off, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-					acks.Ack(f[2], off)
-				} else {
-					acks.Fail(sc.Text())
-				}
-			case len(f) == 2 && f[0] == "sent":
-				n, _ := strconv.Atoi(f[1])
-				sent <- n
-			default:
-				acks.Fail(sc.Text())
-			}
-		}
-		exited <- cmd.Wait()
-	}()
+	acks := harness.StartPyProducer(t, python, "../idempotence/testdata/idem_producer.py",
+		strings.Join(c.Bootstrap(), ","), topic, "0", "1", stopFile)
 
 	acks.WaitMore(t, 300, opTimeout, "before the move")
 	moves := []move{{topic, 0, []int32{4, 2, 3}}}
@@ -87,20 +52,12 @@ func TestReassignUnderLibrdkafkaStream(t *testing.T) {
 	if err := os.WriteFile(stopFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("producer failed: %v\n%s", err, stderr.String())
-		}
-	case <-time.After(4 * time.Minute):
-		t.Fatalf("producer did not finish; %d acknowledged\n%s", acks.Count(), stderr.String())
-	}
-	acks.RequireNoFailures(t, "the librdkafka producer")
-	n := <-sent
+	acks.Wait(4 * time.Minute)
+	n := acks.Sent()
 	if got := acks.Count(); got != n {
 		t.Fatalf("%d of %d records acknowledged", got, n)
 	}
-	if got := harness.CheckExactlyOnce(t, []string{c.Node(2).Addr, c.Node(3).Addr, c.Node(4).Addr}, topic, 0, 0, acks); got != n {
+	if got := harness.CheckExactlyOnce(t, []string{c.Node(2).Addr, c.Node(3).Addr, c.Node(4).Addr}, topic, 0, 0, acks.AckLog); got != n {
 		t.Fatalf("%d records read back, %d sent", got, n)
 	}
 	t.Logf("%d records through the move, each read back once in order", n)
