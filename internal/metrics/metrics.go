@@ -70,6 +70,12 @@ var frameBuckets = prometheus.ExponentialBuckets(64, 4, 10)
 // to a slow disk's seconds.
 var logFlushBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
+// perRequest is a histogram of the RequestMetrics family, labelled by
+// the request's name as Kafka's MBeans are.
+func perRequest(name, help string, buckets []float64) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, []string{"request"})
+}
+
 // New builds the registry with the Go runtime and process collectors,
 // the event instruments and, if opts.State is set, the state collector.
 func New(opts Options) *Metrics {
@@ -103,41 +109,27 @@ func New(opts Options) *Metrics {
 		Name: "kafka_network_requestmetrics_requests_total",
 		Help: "Requests answered, per API and version; a Fetch also as FetchConsumer or FetchFollower (kafka.network:type=RequestMetrics,name=RequestsPerSec).",
 	}, []string{"request", "version"})
-	m.totalTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "kafka_network_requestmetrics_totaltime_seconds",
-		Help:    "Time from a request read whole to its response written, per API (kafka.network:type=RequestMetrics,name=TotalTimeMs).",
-		Buckets: requestTimeBuckets,
-	}, []string{"request"})
-	m.queueTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "kafka_network_requestmetrics_requestqueuetime_seconds",
-		Help:    "Time a request read whole waited behind the ones before it on its connection, per API (kafka.network:type=RequestMetrics,name=RequestQueueTimeMs).",
-		Buckets: requestTimeBuckets,
-	}, []string{"request"})
-	m.localTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "kafka_network_requestmetrics_localtime_seconds",
-		Help:    "Time the handler worked on a request, its waits excluded, per API (kafka.network:type=RequestMetrics,name=LocalTimeMs).",
-		Buckets: requestTimeBuckets,
-	}, []string{"request"})
-	m.remoteTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "kafka_network_requestmetrics_remotetime_seconds",
-		Help:    "Time the handler waited for other brokers, data or clients (acks=-1, long polls, group commits, joins and syncs, forwarding to the controller), per API (kafka.network:type=RequestMetrics,name=RemoteTimeMs).",
-		Buckets: requestTimeBuckets,
-	}, []string{"request"})
-	m.sendTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "kafka_network_requestmetrics_responsesendtime_seconds",
-		Help:    "Time to write a response, per API (kafka.network:type=RequestMetrics,name=ResponseSendTimeMs).",
-		Buckets: requestTimeBuckets,
-	}, []string{"request"})
-	m.reqBytes = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "kafka_network_requestmetrics_requestbytes",
-		Help:    "Request frame sizes in bytes, per API (kafka.network:type=RequestMetrics,name=RequestBytes).",
-		Buckets: frameBuckets,
-	}, []string{"request"})
-	m.respBytes = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "kafka_network_requestmetrics_responsebytes",
-		Help:    "Response frame sizes in bytes, per API, of the responses written (no Kafka MBean; beside RequestBytes).",
-		Buckets: frameBuckets,
-	}, []string{"request"})
+	m.totalTime = perRequest("kafka_network_requestmetrics_totaltime_seconds",
+		"Time from a request read whole to its response written, per API (kafka.network:type=RequestMetrics,name=TotalTimeMs).",
+		requestTimeBuckets)
+	m.queueTime = perRequest("kafka_network_requestmetrics_requestqueuetime_seconds",
+		"Time a request read whole waited behind the ones before it on its connection, per API (kafka.network:type=RequestMetrics,name=RequestQueueTimeMs).",
+		requestTimeBuckets)
+	m.localTime = perRequest("kafka_network_requestmetrics_localtime_seconds",
+		"Time the handler worked on a request, its waits excluded, per API (kafka.network:type=RequestMetrics,name=LocalTimeMs).",
+		requestTimeBuckets)
+	m.remoteTime = perRequest("kafka_network_requestmetrics_remotetime_seconds",
+		"Time the handler waited for other brokers, data or clients (acks=-1, long polls, group commits, joins and syncs, forwarding to the controller), per API (kafka.network:type=RequestMetrics,name=RemoteTimeMs).",
+		requestTimeBuckets)
+	m.sendTime = perRequest("kafka_network_requestmetrics_responsesendtime_seconds",
+		"Time to write a response, per API (kafka.network:type=RequestMetrics,name=ResponseSendTimeMs).",
+		requestTimeBuckets)
+	m.reqBytes = perRequest("kafka_network_requestmetrics_requestbytes",
+		"Request frame sizes in bytes, per API (kafka.network:type=RequestMetrics,name=RequestBytes).",
+		frameBuckets)
+	m.respBytes = perRequest("kafka_network_requestmetrics_responsebytes",
+		"Response frame sizes in bytes, per API, of the responses written (no Kafka MBean; beside RequestBytes).",
+		frameBuckets)
 	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kafka_network_requestmetrics_errors_total",
 		Help: "Error codes in responses, NONE included, each top-level, topic and partition code counted, per API and error (kafka.network:type=RequestMetrics,name=ErrorsPerSec).",
