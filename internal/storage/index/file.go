@@ -19,6 +19,11 @@ type entries struct {
 	// flushed is how many leading bytes of buf are known to match the file,
 	// so a flush writes only what was appended since.
 	flushed int
+	// fileSize is the file's size as last read or written: when it and
+	// flushed both equal len(buf), the file holds the entries exactly and
+	// a close has nothing to write (a partition idle since the start
+	// opens no index file at shutdown).
+	fileSize int
 }
 
 // load reads an existing file (or creates an empty one) and checks its size;
@@ -35,7 +40,7 @@ func load(path string, entrySize, maxBytes int) (entries, error) {
 		if err := f.Close(); err != nil {
 			return e, fmt.Errorf("create index %s: %w", path, err)
 		}
-		return e, nil
+		return e, nil // fileSize 0
 	case err != nil:
 		return e, fmt.Errorf("read index %s: %w", path, err)
 	}
@@ -47,6 +52,7 @@ func load(path string, entrySize, maxBytes int) (entries, error) {
 	}
 	e.buf = buf
 	e.flushed = len(buf)
+	e.fileSize = len(buf)
 	return e, nil
 }
 
@@ -68,6 +74,9 @@ func (e *entries) truncate(n int) {
 // removes files before or after closing), a close has nothing to keep and
 // succeeds, while a flush reports the loss.
 func (e *entries) write(sync, closing bool) error {
+	if !sync && e.inFile() {
+		return nil
+	}
 	f, err := os.OpenFile(e.path, os.O_WRONLY, 0)
 	if closing && errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -82,8 +91,12 @@ func (e *entries) write(sync, closing bool) error {
 	if err != nil {
 		return fmt.Errorf("write index %s: %w", e.path, err)
 	}
-	e.flushed = len(e.buf)
 	return nil
+}
+
+// inFile reports whether the file holds exactly the entries.
+func (e *entries) inFile() bool {
+	return e.flushed == len(e.buf) && e.fileSize == len(e.buf)
 }
 
 // flush writes the entries like write without the fsync, under mu, and
@@ -95,9 +108,7 @@ func (e *entries) flush(mu sync.Locker) error {
 	path := e.path
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err == nil {
-		if err = e.writeTo(f, false); err == nil {
-			e.flushed = len(e.buf)
-		}
+		err = e.writeTo(f, false)
 	}
 	mu.Unlock()
 	if f == nil {
@@ -122,6 +133,7 @@ func (e *entries) writeTo(f *os.File, sync bool) error {
 	if err := f.Truncate(int64(len(e.buf))); err != nil {
 		return err
 	}
+	e.flushed, e.fileSize = len(e.buf), len(e.buf)
 	if sync {
 		return f.Sync()
 	}

@@ -1,6 +1,7 @@
 package producerstate
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -78,7 +79,7 @@ func (s *State) loadLatestLocked(end int64) (int64, map[int64]*entry, error) {
 		off := offs[i]
 		path := SnapshotPath(s.dir, off)
 		if off > end {
-			if err := removeFile(path); err != nil {
+			if err := s.removeFile(path); err != nil {
 				return -1, nil, fmt.Errorf("remove producer snapshot past log end %d: %w", end, err)
 			}
 			continue
@@ -88,20 +89,26 @@ func (s *State) loadLatestLocked(end int64) (int64, map[int64]*entry, error) {
 			var producers map[int64]*entry
 			if producers, err = decodeSnapshot(data); err == nil {
 				s.logger.Debug("loaded producer snapshot", "file", path, "producers", len(producers))
+				s.last = lastSnapshot{path: path, data: data}
 				return off, producers, nil
 			}
 		}
 		// The log holds everything the snapshot held: drop it and fall
 		// back to an older snapshot, or a replay of the whole log.
 		s.logger.Warn("discarding unreadable producer snapshot; rebuilding from the log", "file", path, "err", err)
-		if err := removeFile(path); err != nil {
+		if err := s.removeFile(path); err != nil {
 			return -1, nil, fmt.Errorf("remove unreadable producer snapshot: %w", err)
 		}
 	}
 	return -1, nil, nil
 }
 
-func removeFile(path string) error {
+// removeFile removes a snapshot file (the caller holds fileMu), and
+// forgets it if it was the last one written or loaded.
+func (s *State) removeFile(path string) error {
+	if path == s.last.path {
+		s.last = lastSnapshot{}
+	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -110,24 +117,34 @@ func removeFile(path string) error {
 
 // Snapshot writes the state into <dir>/<nextOffset>.snapshot through a
 // temp file and a rename, fsynced (file and directory) if sync. The log
-// calls it at clean close with sync, and at each segment roll without:
-// the roll holds the log's lock, and the log fsyncs the snapshot with the
-// old segment, outside it, before its recovery point passes nextOffset.
-// One lost before that fails its CRC at load and is replaced by an older
+// calls it at clean close (with sync, or without when a syncfs of the
+// whole filesystem follows), and at each segment roll without: the roll
+// holds the log's lock, and the log fsyncs the snapshot with the old
+// segment, outside it, before its recovery point passes nextOffset. One
+// lost before that fails its CRC at load and is replaced by an older
 // snapshot and a longer replay.
+//
+// The file this state last wrote or loaded is not written again with the
+// same bytes, unless sync asks for an fsync it never had.
 func (s *State) Snapshot(dir string, nextOffset int64, sync bool) error {
 	s.mu.Lock()
 	data := encodeSnapshot(s.producers)
 	s.mu.Unlock()
 	s.fileMu.Lock()
 	defer s.fileMu.Unlock()
+	path := SnapshotPath(dir, nextOffset)
+	if path == s.last.path && (s.last.synced || !sync) && bytes.Equal(data, s.last.data) {
+		return nil
+	}
 	write := checkpoint.ReplaceFile
 	if sync {
 		write = checkpoint.WriteFileAtomic
 	}
-	if err := write(SnapshotPath(dir, nextOffset), data); err != nil {
+	s.last = lastSnapshot{}
+	if err := write(path, data); err != nil {
 		return fmt.Errorf("producer snapshot at %d: %w", nextOffset, err)
 	}
+	s.last = lastSnapshot{path: path, data: data, synced: sync}
 	return nil
 }
 
@@ -172,7 +189,7 @@ func (s *State) DeleteSnapshotsBefore(logStart int64) error {
 		if off >= logStart || i == keep {
 			break
 		}
-		if err := removeFile(SnapshotPath(s.dir, off)); err != nil {
+		if err := s.removeFile(SnapshotPath(s.dir, off)); err != nil {
 			return fmt.Errorf("remove producer snapshot below log start %d: %w", logStart, err)
 		}
 	}

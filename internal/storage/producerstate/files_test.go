@@ -354,3 +354,84 @@ func TestLoadIgnoresSnapshotsPastLogEnd(t *testing.T) {
 		t.Fatalf("from %d with log start 12", from)
 	}
 }
+
+// TestUnchangedSnapshotIsNotRewritten: a snapshot of the same state at
+// the same offset (an idle partition's shutdown) writes no file, unless
+// it asks for an fsync the file never had; a changed state, or a file
+// removed since, is written again.
+func TestUnchangedSnapshotIsNotRewritten(t *testing.T) {
+	dir := t.TempDir()
+	s, _, err := Load(dir, 0, 0, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &appender{t: t, s: s}
+	a.mustAppend(batch(1, 0, 0, 3))
+	path := SnapshotPath(dir, 3)
+	snap := func(sync bool) os.FileInfo {
+		t.Helper()
+		if err := s.Snapshot(dir, 3, sync); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	// Every write goes through a temp file and a rename: a new inode.
+	first := snap(false)
+	if !os.SameFile(first, snap(false)) {
+		t.Error("an unchanged snapshot was written again")
+	}
+	synced := snap(true)
+	if os.SameFile(first, synced) {
+		t.Error("a snapshot asked to be fsynced was skipped although its file never was")
+	}
+	if !os.SameFile(synced, snap(true)) || !os.SameFile(synced, snap(false)) {
+		t.Error("an unchanged, fsynced snapshot was written again")
+	}
+	a.mustAppend(batch(1, 0, 3, 1))
+	changed := snap(false)
+	if os.SameFile(synced, changed) {
+		t.Error("a changed state was not written")
+	}
+
+	// Loaded from its file, the state is skipped without sync only.
+	s2, _, err := Load(dir, 0, 3, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.OnBatch(batch(9, 0, 0, 1)) // the old state moves on; s2 is what the file holds
+	if err := s2.Snapshot(dir, 3, false); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(path); !os.SameFile(changed, fi) {
+		t.Error("a loaded state's unchanged snapshot was written again")
+	}
+	if err := s2.Snapshot(dir, 3, true); err != nil {
+		t.Fatal(err)
+	}
+	loadedSynced, _ := os.Stat(path)
+	if os.SameFile(changed, loadedSynced) {
+		t.Error("a loaded file, never fsynced by this process, was not rewritten with sync")
+	}
+
+	// A file removed since is written again.
+	if err := s2.Snapshot(dir, 7, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.DeleteSnapshotsBefore(7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("snapshot at 3 still there: %v", err)
+	}
+	s2.TruncateTo(3) // drops 7 as well: nothing left at or below 3
+	if err := s2.Snapshot(dir, 7, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(SnapshotPath(dir, 7)); err != nil {
+		t.Fatalf("snapshot removed by a truncation not written again: %v", err)
+	}
+}

@@ -89,6 +89,19 @@ type State struct {
 	producers map[int64]*entry
 
 	fileMu sync.Mutex // serialises snapshot file writes and deletions
+	// last is the snapshot file this state last wrote or loaded, under
+	// fileMu: a snapshot that would write the same bytes to the same file
+	// is skipped, so an idle partition's shutdown writes nothing.
+	last lastSnapshot
+}
+
+// lastSnapshot is a snapshot file known to hold data; synced says it was
+// fsynced by this process (a loaded file may still be only in the page
+// cache, after a kill of the last one).
+type lastSnapshot struct {
+	path   string
+	data   []byte
+	synced bool
 }
 
 var _ storage.ProducerStateHook = (*State)(nil)
