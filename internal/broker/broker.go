@@ -264,7 +264,13 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("open logs: %w", err)
 	}
-	defer func() { err = errors.Join(err, b.logs.Close()) }()
+	defer func() {
+		start, n := time.Now(), len(b.logs.Partitions())
+		cerr := b.logs.Close()
+		logger.Info("logs closed", slog.Int("partitions", n), slog.Duration("took", time.Since(start).Round(time.Millisecond)),
+			slog.Bool("clean", cerr == nil))
+		err = errors.Join(err, cerr)
+	}()
 	b.isr = newISRBatcher(b)
 	b.replicas = replica.NewManager(b.logs, opts.NodeID)
 	b.replicas.SetLogger(logger.With("component", "replica"))

@@ -163,6 +163,24 @@
 // cleanly shut down (rollflush.go says why, and what else may happen
 // meanwhile: deleted or compacted segments, Close, Delete).
 //
+// # Clean shutdown (Manager.Close, syncfs_linux.go)
+//
+// The clean-shutdown marker claims every file of its dir durable, and the
+// recovery points written with it claim every log whole. Manager.Close
+// first closes each log without an fsync of its own (closeUnsynced: the
+// producer snapshot, indexes and leader-epoch-checkpoint are written, and
+// only when they differ from what the files hold, so an idle partition
+// writes nothing), then calls syncfs(2) once per dir, which writes back
+// and waits for every dirty page and inode of the filesystem (the data
+// appended since the last flush included) and, since Linux 5.8, returns
+// the writeback errors it met. Only the logs of a dir whose syncfs
+// succeeded get their recovery points moved to their ends; then the
+// checkpoints are written (with fsync) and the marker last. A dir whose
+// syncfs failed keeps its old recovery points and gets no marker, so the
+// next start recovers it like after a crash. Older kernels (syncfs
+// returns 0 whatever was lost) and other platforms take the file-by-file
+// path: Flush and Close of each log, each fsyncing what it wrote.
+//
 // # Leader epochs
 //
 // Appends record a batch's leader epoch in the cache in memory only

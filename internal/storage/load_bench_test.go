@@ -91,3 +91,40 @@ func BenchmarkLoadManyLogs(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCloseManyLogs closes a Manager of 2,000 empty partitions, as
+// created (every file new) and as reopened after a clean shutdown
+// (nothing changed since the files were last made durable).
+func BenchmarkCloseManyLogs(b *testing.B) {
+	const parts = 2000
+	for _, reopened := range []bool{false, true} {
+		b.Run(fmt.Sprintf("reopened=%v", reopened), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				b.StopTimer()
+				dir := b.TempDir()
+				m, err := OpenManager(ManagerConfig{Dirs: []string{dir}, Defaults: testConfig()}, quietLogger())
+				if err != nil {
+					b.Fatal(err)
+				}
+				for p := range parts {
+					if _, err := m.GetOrCreate(TopicPartition{Topic: "t", Partition: int32(p)}, testConfig()); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if reopened {
+					if err := m.Close(); err != nil {
+						b.Fatal(err)
+					}
+					if m, err = OpenManager(ManagerConfig{Dirs: []string{dir}, Defaults: testConfig()}, quietLogger()); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				if err := m.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

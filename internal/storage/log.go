@@ -371,7 +371,24 @@ func (l *Log) syncFromRecoveryPointLocked() error {
 // asked by Flush; a roll flush in progress is finished first, and none is
 // started again. The leader epoch cache is written if it lags: a clean
 // shutdown's segments are all trusted at the next start, none rescanned.
-func (l *Log) Close() error {
+func (l *Log) Close() error { return l.close(true) }
+
+// closeUnsynced closes like Close but fsyncs nothing: every file it
+// writes is only in the page cache until the caller syncs the filesystem
+// (Manager.Close's syncfs) and then calls markDurable.
+func (l *Log) closeUnsynced() error { return l.close(false) }
+
+// markDurable moves a closed log's recovery point to its end, once the
+// caller has made all of it durable (syncfs of its filesystem succeeded).
+func (l *Log) markDurable() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed && l.syncFailed == nil && l.torn == nil {
+		l.recoveryPoint.Store(l.logEnd.Load())
+	}
+}
+
+func (l *Log) close(sync bool) error {
 	l.stopRollFlusher()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -381,11 +398,15 @@ func (l *Log) Close() error {
 	var errs []error
 	// Entries at the log end (a leader's epoch without a record yet) are
 	// not written: after a restart the leader begins its epoch again.
-	if err := l.epochs.FlushBelow(l.logEnd.Load()); err != nil {
+	writeEpochs := l.epochs.FlushBelow
+	if !sync {
+		writeEpochs = l.epochs.ReplaceBelow
+	}
+	if err := writeEpochs(l.logEnd.Load()); err != nil {
 		errs = append(errs, fmt.Errorf("close %s: %w: %w", l.dir, ErrStorage, err))
 	}
 	if l.hook != nil {
-		if err := l.hook.Snapshot(l.dir, l.logEnd.Load(), true); err != nil {
+		if err := l.hook.Snapshot(l.dir, l.logEnd.Load(), sync); err != nil {
 			errs = append(errs, fmt.Errorf("producer state snapshot of %s: %w", l.dir, err))
 		}
 	}
@@ -394,11 +415,13 @@ func (l *Log) Close() error {
 	if err := act.file.trimReserved(act.size.Load()); err != nil {
 		errs = append(errs, fmt.Errorf("give back the space reserved past %s: %w", act.logPath(), err))
 	}
-	if err := act.offIdx.Flush(); err != nil {
-		errs = append(errs, fmt.Errorf("flush offset index of %s: %w", act.logPath(), err))
-	}
-	if err := act.timeIdx.Flush(); err != nil {
-		errs = append(errs, fmt.Errorf("flush time index of %s: %w", act.logPath(), err))
+	if sync {
+		if err := act.offIdx.Flush(); err != nil {
+			errs = append(errs, fmt.Errorf("flush offset index of %s: %w", act.logPath(), err))
+		}
+		if err := act.timeIdx.Flush(); err != nil {
+			errs = append(errs, fmt.Errorf("flush time index of %s: %w", act.logPath(), err))
+		}
 	}
 	errs = append(errs, l.closeSegments())
 	if l.torn != nil {

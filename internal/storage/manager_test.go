@@ -12,7 +12,20 @@ import (
 	"github.com/weir-project/weir/internal/storage/checkpoint"
 )
 
+// TestManagerLifecycle runs with both ways of making the logs durable at
+// Close: one syncfs per dir where the platform has it, an fsync per file
+// otherwise.
 func TestManagerLifecycle(t *testing.T) {
+	t.Run("syncfs", func(t *testing.T) {
+		if shutdownSyncer() == nil {
+			t.Skip("no syncfs that reports errors here")
+		}
+		testManagerLifecycle(t, shutdownSyncer())
+	})
+	t.Run("fsync", func(t *testing.T) { testManagerLifecycle(t, nil) })
+}
+
+func testManagerLifecycle(t *testing.T, syncFS func(string) error) {
 	dirs := []string{t.TempDir(), t.TempDir()}
 	cfg := testConfig()
 	cfg.SegmentBytes = 2048
@@ -21,6 +34,7 @@ func TestManagerLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m.syncFS = syncFS
 	tps := []TopicPartition{{"a", 0}, {"a", 1}, {"b-x", 0}, {"b-x", 12}}
 	for i, tp := range tps {
 		l, err := m.GetOrCreate(tp, cfg)
@@ -86,6 +100,9 @@ func TestManagerLifecycle(t *testing.T) {
 	}
 	if l := m2.Get(TopicPartition{"b-x", 12}); l == nil || l.LogEndOffset() != 80 {
 		t.Fatalf("b-x-12 not reloaded intact")
+	}
+	if st := m2.LoadStats(); st.RecoveredLogs != 0 {
+		t.Fatalf("%d logs recovered after a clean shutdown", st.RecoveredLogs)
 	}
 }
 

@@ -15,8 +15,19 @@ type EpochEntry struct {
 }
 
 // WriteEpochs atomically writes a leader-epoch-checkpoint file, in the
-// given order.
+// given order, and fsyncs it (file and directory).
 func WriteEpochs(path string, entries []EpochEntry) error {
+	return writeEpochs(path, entries, true)
+}
+
+// ReplaceEpochs writes the file like WriteEpochs without the fsyncs
+// (ReplaceFile), for a caller that makes the whole filesystem durable
+// afterwards.
+func ReplaceEpochs(path string, entries []EpochEntry) error {
+	return writeEpochs(path, entries, false)
+}
+
+func writeEpochs(path string, entries []EpochEntry, sync bool) error {
 	var buf bytes.Buffer
 	header(&buf, len(entries))
 	for _, e := range entries {
@@ -25,7 +36,7 @@ func WriteEpochs(path string, entries []EpochEntry) error {
 		}
 		fmt.Fprintf(&buf, "%d %d\n", e.Epoch, e.StartOffset)
 	}
-	return WriteFileAtomic(path, buf.Bytes())
+	return writeFile(path, buf.Bytes(), sync)
 }
 
 // ReadEpochs reads a leader-epoch-checkpoint; a missing file is no entries.

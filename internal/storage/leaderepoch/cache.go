@@ -111,7 +111,16 @@ func (c *Cache) Flush() error { return c.FlushBelow(math.MaxInt64) }
 // the next flush writes it) if the file does not hold exactly those. The
 // entries are copied under the lock and written outside it (under
 // writeMu only), so Begin and readers do not wait for the fsync.
-func (c *Cache) FlushBelow(end int64) error {
+func (c *Cache) FlushBelow(end int64) error { return c.writeBelow(end, checkpoint.WriteEpochs) }
+
+// ReplaceBelow writes like FlushBelow without the fsyncs, for a log
+// closing at shutdown: the caller makes the whole filesystem durable
+// afterwards (syncfs) before anything relies on the file.
+func (c *Cache) ReplaceBelow(end int64) error {
+	return c.writeBelow(end, checkpoint.ReplaceEpochs)
+}
+
+func (c *Cache) writeBelow(end int64, write func(string, []checkpoint.EpochEntry) error) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.mu.RLock()
@@ -123,7 +132,7 @@ func (c *Cache) FlushBelow(end int64) error {
 	entries := append([]checkpoint.EpochEntry(nil), c.entries[:n]...)
 	path := c.path
 	c.mu.RUnlock()
-	if err := checkpoint.WriteEpochs(path, entries); err != nil {
+	if err := write(path, entries); err != nil {
 		return fmt.Errorf("persist leader epoch cache: %w", err)
 	}
 	c.mu.Lock()
