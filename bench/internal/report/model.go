@@ -103,6 +103,7 @@ type Startup struct {
 	Partitions int
 	Topics     int
 	Create     time.Duration // CreateTopics until every leader is known
+	Stop       time.Duration // SIGTERM until the process exited (logs closed)
 	ToStarted  time.Duration // restart until "weir started"
 	ToReady    time.Duration // restart until every partition answers ListOffsets
 	IdleRSS    int64

@@ -80,8 +80,8 @@ func renderStartup(p printer, r *Run) {
 	p("%d partitions in %d topics on one weir node (with max.broker.partitions raised from its default of 4000); "+
 		"the node is then stopped (SIGTERM) and started again. Ready is when every partition answers ListOffsets.", s.Partitions, s.Topics)
 	p("")
-	table(p, []string{"Create (until every leader is known)", "Restart to \"weir started\"", "Restart to ready", "Idle RSS", "Open fds"}, func(row func(...string)) {
-		row(secs(s.Create)+" s", secs(s.ToStarted)+" s", secs(s.ToReady)+" s", num(float64(s.IdleRSS)/(1<<20))+" MiB", fmt.Sprint(s.FDs))
+	table(p, []string{"Create (until every leader is known)", "Stop (SIGTERM to exit)", "Restart to \"weir started\"", "Restart to ready", "Idle RSS", "Open fds"}, func(row func(...string)) {
+		row(secs(s.Create)+" s", secs(s.Stop)+" s", secs(s.ToStarted)+" s", secs(s.ToReady)+" s", num(float64(s.IdleRSS)/(1<<20))+" MiB", fmt.Sprint(s.FDs))
 	})
 	p("")
 }

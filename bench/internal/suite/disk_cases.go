@@ -160,9 +160,11 @@ func (s *Suite) manyPartitions(ctx context.Context) error {
 		topics = append(topics, topic)
 	}
 	st := &report.Startup{Partitions: len(topics) * perTopic, Topics: len(topics), Create: time.Since(t0)}
+	t0 = time.Now()
 	if err := node.Proc.Stop(time.Minute); err != nil {
 		return fmt.Errorf("stop before restart: %w", err)
 	}
+	st.Stop = time.Since(t0)
 	t0 = time.Now()
 	if err := node.Start(); err != nil {
 		return fmt.Errorf("restart with %d partitions: %w", st.Partitions, err)
