@@ -235,29 +235,31 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, reco
 
 // LatencyJetStream is LatencyKafka on one stream: paced async publishes,
 // an ordered consumer in the same process.
-func LatencyJetStream(ctx context.Context, addr, topic string, run LatencyRun) ([]time.Duration, error) {
+func LatencyJetStream(ctx context.Context, addr, topic string, run LatencyRun) (LatencyResult, error) {
+	var none LatencyResult
 	nc, js, err := jsConn(addr, jetstream.WithPublishAsyncMaxPending(jsMaxPending))
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	defer nc.Close()
 	cnc, cjs, err := jsConn(addr)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	defer cnc.Close()
 	cons, err := cjs.OrderedConsumer(ctx, StreamName(topic, 0), jetstream.OrderedConsumerConfig{})
 	if err != nil {
-		return nil, fmt.Errorf("latency consumer: %w", err)
+		return none, fmt.Errorf("latency consumer: %w", err)
 	}
 	s := &samples{from: time.Now().Add(time.Hour)} // nothing counts before startAfter
 	cc, err := cons.Consume(func(m jetstream.Msg) { s.add(m.Data(), time.Now()) })
 	if err != nil {
-		return nil, fmt.Errorf("latency consume: %w", err)
+		return none, fmt.Errorf("latency consume: %w", err)
 	}
 	defer cc.Stop()
 	vals := newValues(randomPool(1), run.Size, 0)
 	s.startAfter(run.Warmup)
+	start := time.Now()
 	var pubErr error
 	sent := pace(ctx, run.Rate, run.Duration, func(now time.Time) {
 		v := append([]byte(nil), vals.next()...)
@@ -267,17 +269,15 @@ func LatencyJetStream(ctx context.Context, addr, topic string, run LatencyRun) (
 		}
 	})
 	if pubErr != nil {
-		return nil, fmt.Errorf("latency publish: %w", pubErr)
+		return none, fmt.Errorf("latency publish: %w", pubErr)
 	}
 	select {
 	case <-js.PublishAsyncComplete():
 	case <-time.After(30 * time.Second):
-		return nil, fmt.Errorf("latency publish: %d unacknowledged after 30s", js.PublishAsyncPending())
+		return none, fmt.Errorf("latency publish: %d unacknowledged after 30s", js.PublishAsyncPending())
 	}
 	if err := waitCount(ctx, s, sent, nil); err != nil {
-		return nil, err
+		return none, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ds, nil
+	return s.result(sent, start), nil
 }

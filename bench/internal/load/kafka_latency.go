@@ -12,20 +12,21 @@ import (
 // LatencyKafka produces to topic (1 partition, acks=1, no linger: a
 // latency client sends at once) at a fixed rate while a consumer in the
 // same process reads it, and returns each record's send-to-receive time.
-func LatencyKafka(ctx context.Context, seeds []string, topic string, run LatencyRun) ([]time.Duration, error) {
+func LatencyKafka(ctx context.Context, seeds []string, topic string, run LatencyRun) (LatencyResult, error) {
+	var none LatencyResult
 	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
-		return nil, fmt.Errorf("latency consumer: %w", err)
+		return none, fmt.Errorf("latency consumer: %w", err)
 	}
 	defer cons.Close()
 	prod, err := kgo.NewClient(append(producerOpts(seeds, topic, 1), kgo.ProducerLinger(0))...)
 	if err != nil {
-		return nil, fmt.Errorf("latency producer: %w", err)
+		return none, fmt.Errorf("latency producer: %w", err)
 	}
 	defer prod.Close()
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: make([]byte, run.Size)}).FirstErr(); err != nil {
-		return nil, fmt.Errorf("latency warm-up: %w", err)
+		return none, fmt.Errorf("latency warm-up: %w", err)
 	}
 
 	s := &samples{from: time.Now().Add(time.Hour)} // nothing counts before startAfter
@@ -48,6 +49,7 @@ func LatencyKafka(ctx context.Context, seeds []string, topic string, run Latency
 	pool := randomPool(1)
 	vals := newValues(pool, run.Size, 0)
 	s.startAfter(run.Warmup)
+	start := time.Now()
 	var errMu sync.Mutex
 	var produceErr error
 	sent := pace(ctx, run.Rate, run.Duration, func(now time.Time) {
@@ -62,20 +64,18 @@ func LatencyKafka(ctx context.Context, seeds []string, topic string, run Latency
 		})
 	})
 	if err := prod.Flush(ctx); err != nil {
-		return nil, fmt.Errorf("latency flush: %w", err)
+		return none, fmt.Errorf("latency flush: %w", err)
 	}
 	// The warm-up record and every sent one must arrive.
 	if err := waitCount(ctx, s, sent+1, done); err != nil {
-		return nil, err
+		return none, err
 	}
 	errMu.Lock()
 	defer errMu.Unlock()
 	if produceErr != nil {
-		return nil, fmt.Errorf("latency produce: %w", produceErr)
+		return none, fmt.Errorf("latency produce: %w", produceErr)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ds, nil
+	return s.result(sent, start), nil
 }
 
 // waitCount waits until the consumer has seen n records.

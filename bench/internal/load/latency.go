@@ -11,10 +11,21 @@ import (
 // per second for Duration; the first Warmup of samples are dropped.
 type LatencyRun struct {
 	Size     int
-	Rate     float64
+	Rate     float64 // records/s; +Inf sends as fast as the client takes them
 	Duration time.Duration
 	Warmup   time.Duration
 }
+
+// LatencyResult is one latency run.
+type LatencyResult struct {
+	Samples []time.Duration // send to receive, of each record sent after the warm-up
+	Sent    int64
+	Elapsed time.Duration // from the first send until the last record arrived
+}
+
+// Throughput is the records per second that went through producer, broker
+// and consumer together: the end-to-end rate the three sustain.
+func (r LatencyResult) Throughput() float64 { return float64(r.Sent) / r.Elapsed.Seconds() }
 
 // stamp writes the send time into the first 8 bytes of v.
 func stamp(v []byte, t time.Time) { binary.BigEndian.PutUint64(v, uint64(t.UnixNano())) }
@@ -55,6 +66,7 @@ type samples struct {
 	from time.Time // samples of records sent before this are warm-up (set by startAfter)
 	ds   []time.Duration
 	n    int64
+	last time.Time // when the latest record arrived
 }
 
 func (s *samples) add(v []byte, now time.Time) {
@@ -62,6 +74,7 @@ func (s *samples) add(v []byte, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.n++
+	s.last = now
 	if now.Add(-d).Before(s.from) {
 		return
 	}
@@ -80,4 +93,12 @@ func (s *samples) count() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.n
+}
+
+// result is what the samples hold once every record sent since start has
+// arrived.
+func (s *samples) result(sent int64, start time.Time) LatencyResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return LatencyResult{Samples: s.ds, Sent: sent, Elapsed: s.last.Sub(start)}
 }

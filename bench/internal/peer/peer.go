@@ -33,6 +33,9 @@ type Broker struct {
 	Addrs []string // client addresses (Kafka bootstrap, or NATS URL host:port)
 	Dir   string   // its data dir, removed by Stop ("" for none)
 	Procs []*proc.Proc
+	// Metrics is the broker's Prometheus page, when it was started with
+	// one (weir in the latency case); "" for none.
+	Metrics string
 }
 
 // PIDs are the processes whose CPU counts for this broker.

@@ -166,6 +166,10 @@ func latencyBars(r *Run) (*plot.Plot, bool) {
 			labels = append(labels, fmt.Sprintf("%s\n%.0f/s", l.Peer, l.Rate))
 			continue
 		}
+		if l.EndToEnd {
+			labels = append(labels, l.Peer+"\nhalf e2e")
+			continue
+		}
 		labels = append(labels, l.Peer+"\nhalf of peak")
 	}
 	for i, pc := range pcts {

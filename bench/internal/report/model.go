@@ -75,7 +75,10 @@ type Latency struct {
 	RecordSize int
 	Rate       float64 // records/s
 	PeakMBps   float64 // the peak it is half of; 0 for a fixed low rate
-	Rounds     []LatencyRound
+	// EndToEnd: PeakMBps is the rate producer, broker and consumer
+	// sustained together (an unpaced latency run), not the produce peak.
+	EndToEnd bool
+	Rounds   []LatencyRound
 }
 
 // LatencyRound is one run's percentiles.
@@ -83,6 +86,11 @@ type LatencyRound struct {
 	N              int
 	P50, P99, P999 time.Duration
 	Received       float64 // records/s the consumer received after the warm-up
+	// The broker's own p99 over the round from its /metrics (weir only;
+	// 0 when not measured): Produce from request read to response
+	// written, and consumer Fetch handling with the long-poll wait left
+	// out (LocalTime).
+	BrokerProduceP99, BrokerFetchP99 time.Duration
 }
 
 // Sustained is a long produce run sampled every second, with the disk.

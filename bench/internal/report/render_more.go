@@ -13,30 +13,49 @@ func renderLatency(p printer, r *Run) {
 	}
 	p("## End-to-end latency at half of peak")
 	p("")
-	p("One partition, acks=1, one producer with no linger and a consumer in the same process; each broker is driven at half " +
-		"of its own median peak in the 1 KiB, 1 partition, 1 producer, acks=1 produce case. Latency is from the send call " +
-		"to the consumer's poll returning the record; the first half second is warm-up.")
+	p("One partition, acks=1, one producer with no linger and a consumer in the same process. Latency is from the send call " +
+		"to the consumer's poll returning the record; the first half second is warm-up. Each broker is driven at half of " +
+		"two peaks: its own median in the 1 KiB, 1 partition, 1 producer, acks=1 produce case (no consumer running), and " +
+		"the end-to-end rate producer, broker and consumer sustained together in one unpaced run of this case (\"e2e\").")
 	p("")
 	p("Received is the rate the consumer got records at: below the target rate, the client (on a loaded machine) or the " +
-		"broker could not keep up and the latency is queueing. The rows at 1,000 records/s show each broker's latency when " +
-		"nothing is near its limit.")
+		"broker could not keep up and the latency is queueing. weir's own p99s come from its /metrics over the same round: " +
+		"Produce from request read to response written, and consumer Fetch handling with the long-poll wait left out " +
+		"(LocalTime); they tell the broker's part from the clients'. The rows at 1,000 records/s show each broker's " +
+		"latency when nothing is near its limit.")
 	p("")
-	table(p, []string{"Broker", "Target rate records/s (MB/s)", "Of peak MB/s", "Received records/s", "p50 ms", "p99 ms", "p99.9 ms", "Samples per round"}, func(row func(...string)) {
+	table(p, []string{"Broker", "Target rate records/s (MB/s)", "Of peak MB/s", "Received records/s", "p50 ms", "p99 ms", "p99.9 ms",
+		"Broker Produce p99 ms", "Broker Fetch p99 ms", "Samples per round"}, func(row func(...string)) {
 		for _, l := range r.Latency {
-			var p50, p99, p999 []time.Duration
+			var p50, p99, p999, bp, bf []time.Duration
 			var got []float64
 			n := 0
 			for _, rd := range l.Rounds {
 				p50, p99, p999 = append(p50, rd.P50), append(p99, rd.P99), append(p999, rd.P999)
+				if rd.BrokerProduceP99 > 0 {
+					bp = append(bp, rd.BrokerProduceP99)
+				}
+				if rd.BrokerFetchP99 > 0 {
+					bf = append(bf, rd.BrokerFetchP99)
+				}
 				got = append(got, rd.Received)
 				n = rd.N
 			}
 			peak := num(l.PeakMBps)
-			if l.PeakMBps == 0 {
+			switch {
+			case l.PeakMBps == 0:
 				peak = "fixed rate"
+			case l.EndToEnd:
+				peak += " (e2e)"
+			}
+			own := func(ds []time.Duration) string {
+				if len(ds) == 0 {
+					return "—"
+				}
+				return spread(durSummary(ds))
 			}
 			row(l.Peer, fmt.Sprintf("%.0f (%s)", l.Rate, num(l.Rate*float64(l.RecordSize)/1e6)), peak, spread(stats.Summarize(got)),
-				spread(durSummary(p50)), spread(durSummary(p99)), spread(durSummary(p999)), fmt.Sprint(n))
+				spread(durSummary(p50)), spread(durSummary(p99)), spread(durSummary(p999)), own(bp), own(bf), fmt.Sprint(n))
 		}
 	})
 	p("")

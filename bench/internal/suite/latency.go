@@ -8,7 +8,9 @@ import (
 
 	"github.com/weir-project/weir/bench/internal/load"
 	"github.com/weir-project/weir/bench/internal/peer"
+	"github.com/weir-project/weir/bench/internal/proc"
 	"github.com/weir-project/weir/bench/internal/report"
+	"github.com/weir-project/weir/bench/internal/scrape"
 	"github.com/weir-project/weir/bench/internal/stats"
 )
 
@@ -26,7 +28,18 @@ func (s *Suite) latency(ctx context.Context) error {
 	}
 	s.log.Info("case", "id", "latency")
 	brokers, err := s.startAll(
-		func() (*peer.Broker, error) { b, _, err := peer.StartWeir(s.bins.Weir, s.cfg.Tmp); return b, err },
+		func() (*peer.Broker, error) {
+			ports, err := proc.FreePorts(1)
+			if err != nil {
+				return nil, err
+			}
+			url := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+			b, _, err := peer.StartWeir(s.bins.Weir, s.cfg.Tmp, "metrics.listener="+url)
+			if b != nil {
+				b.Metrics = url + "/metrics"
+			}
+			return b, err
+		},
 		func() (*peer.Broker, error) { return peer.StartKfake(s.bins.Kfake) },
 		func() (*peer.Broker, error) { return peer.StartNATS(s.bins.NATS, s.cfg.Tmp) },
 	)
@@ -46,6 +59,19 @@ func (s *Suite) latency(ctx context.Context) error {
 		}
 		out = append(out, report.Latency{Peer: b.Name, RecordSize: size, PeakMBps: peak, Rate: peak / 2 * 1e6 / size})
 	}
+	// The produce peak is the broker's with no consumer; with the consumer
+	// on the same cores the three may sustain less, and at half of the
+	// produce peak the latency is then the consumer's queue. Half of what
+	// they sustain together is the second reading of "half of peak".
+	for _, b := range brokers {
+		res, err := s.latencyRound(ctx, b, load.LatencyRun{Size: size, Rate: math.Inf(1), Duration: s.cfg.Latency})
+		if err != nil {
+			s.note("end-to-end peak on %s: %v", b.Name, err)
+			continue
+		}
+		peak := res.result.Throughput() * size / 1e6
+		out = append(out, report.Latency{Peer: b.Name, RecordSize: size, PeakMBps: peak, EndToEnd: true, Rate: peak / 2 * 1e6 / size})
+	}
 	for _, b := range brokers {
 		out = append(out, report.Latency{Peer: b.Name, RecordSize: size, Rate: lowRate})
 	}
@@ -56,14 +82,15 @@ func (s *Suite) latency(ctx context.Context) error {
 					continue
 				}
 				run := load.LatencyRun{Size: size, Rate: out[i].Rate, Duration: s.cfg.Latency, Warmup: 500 * time.Millisecond}
-				ds, err := s.latencyRound(ctx, b, run)
+				res, err := s.latencyRound(ctx, b, run)
 				if err != nil {
 					s.note("latency at %.0f records/s on %s: %v", run.Rate, b.Name, err)
 					continue
 				}
-				l := stats.LatencyPercentiles(ds)
+				l := stats.LatencyPercentiles(res.result.Samples)
 				out[i].Rounds = append(out[i].Rounds, report.LatencyRound{N: l.N, P50: l.P50, P99: l.P99, P999: l.P999,
-					Received: float64(l.N) / (run.Duration - run.Warmup).Seconds()})
+					Received:         float64(l.N) / (run.Duration - run.Warmup).Seconds(),
+					BrokerProduceP99: res.produceP99, BrokerFetchP99: res.fetchP99})
 			}
 		}
 	}
@@ -71,20 +98,73 @@ func (s *Suite) latency(ctx context.Context) error {
 	return nil
 }
 
-func (s *Suite) latencyRound(ctx context.Context, b *peer.Broker, run load.LatencyRun) ([]time.Duration, error) {
+// latencyRound is one latency run and, for a broker with a metrics page,
+// its own p99s over the run.
+type latencyRound struct {
+	result               load.LatencyResult
+	produceP99, fetchP99 time.Duration
+}
+
+// Series of weir's /metrics the latency case reads.
+const (
+	totalTimeSeries = "kafka_network_requestmetrics_totaltime_seconds"
+	localTimeSeries = "kafka_network_requestmetrics_localtime_seconds"
+)
+
+func (s *Suite) latencyRound(ctx context.Context, b *peer.Broker, run load.LatencyRun) (latencyRound, error) {
+	var out latencyRound
 	topic := s.topic()
 	if err := createTopic(ctx, b, topic, 1, 1, nil); err != nil {
-		return nil, err
+		return out, err
 	}
 	defer func() {
 		if err := deleteTopic(ctx, b, topic, 1); err != nil {
 			s.note("latency on %s, delete topic: %v", b.Name, err)
 		}
 	}()
-	if isNATS(b) {
-		return load.LatencyJetStream(ctx, b.Addrs[0], topic, run)
+	var before [2]scrape.Histogram
+	if b.Metrics != "" {
+		var err error
+		if before, err = brokerTimes(ctx, b.Metrics); err != nil {
+			return out, err
+		}
 	}
-	return load.LatencyKafka(ctx, b.Addrs, topic, run)
+	var err error
+	if isNATS(b) {
+		out.result, err = load.LatencyJetStream(ctx, b.Addrs[0], topic, run)
+	} else {
+		out.result, err = load.LatencyKafka(ctx, b.Addrs, topic, run)
+	}
+	if err != nil || b.Metrics == "" {
+		return out, err
+	}
+	after, err := brokerTimes(ctx, b.Metrics)
+	if err != nil {
+		return out, err
+	}
+	seconds := func(q float64) time.Duration {
+		if math.IsNaN(q) {
+			return 0 // nothing observed: shown as not measured
+		}
+		return time.Duration(q * float64(time.Second))
+	}
+	out.produceP99 = seconds(after[0].Sub(before[0]).Quantile(0.99))
+	out.fetchP99 = seconds(after[1].Sub(before[1]).Quantile(0.99))
+	return out, nil
+}
+
+// brokerTimes scrapes the Produce total-time and consumer-Fetch
+// local-time histograms.
+func brokerTimes(ctx context.Context, url string) ([2]scrape.Histogram, error) {
+	var h [2]scrape.Histogram
+	var err error
+	if h[0], err = scrape.Get(ctx, url, totalTimeSeries, "request", "Produce"); err != nil {
+		return h, err
+	}
+	if h[1], err = scrape.Get(ctx, url, localTimeSeries, "request", "FetchConsumer"); err != nil {
+		return h, err
+	}
+	return h, nil
 }
 
 // measurePeak is one produce run of the peak workload.
