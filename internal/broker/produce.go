@@ -50,13 +50,16 @@ const parallelAppendBytes = 256 << 10
 // handled whole before its connection's next one, so per-partition
 // order holds.
 func (b *Broker) appendAll(resp *kmsg.ProduceResponse, jobs []pendingAppend, acks int16) []ackWait {
+	// One slice: a partition with nothing to wait for keeps a nil sp and
+	// is dropped below.
 	waits := make([]ackWait, len(jobs))
-	ok := make([]bool, len(jobs))
 	run := func(i int) {
 		j := jobs[i]
 		sp := &resp.Topics[j.ti].Partitions[j.pi]
-		waits[i], ok[i] = b.produceOne(j.topic, j.rp, acks, sp)
-		waits[i].sp = sp
+		if w, ok := b.produceOne(j.topic, j.rp, acks, sp); ok {
+			w.sp = sp
+			waits[i] = w
+		}
 	}
 	total := 0
 	for _, j := range jobs {
@@ -81,9 +84,9 @@ func (b *Broker) appendAll(resp *kmsg.ProduceResponse, jobs []pendingAppend, ack
 		wg.Wait()
 	}
 	out := waits[:0]
-	for i := range waits {
-		if ok[i] {
-			out = append(out, waits[i])
+	for _, w := range waits {
+		if w.sp != nil {
+			out = append(out, w)
 		}
 	}
 	return out
