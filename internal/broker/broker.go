@@ -463,6 +463,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	b.ready.Store(false)
 	logger.Info("weir shutting down")
+	// No new client connections from here on; those open are served
+	// through the controlled shutdown, which moves the leaderships away.
+	if err := b.clientSrv.StopAccepting(); err != nil {
+		logger.Warn("closing the client listeners", slog.Any("err", err))
+	}
 	b.controlledShutdown()
 	stop()
 	if serveClients != nil {

@@ -399,6 +399,19 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// StopAccepting closes the listeners and nothing else: new connections
+// are refused (clients dial another broker, a retriable error), while
+// the connections already open are served until Serve's context ends. A
+// stopping broker calls it first, so that no connection opened while it
+// stops is closed before its first request is answered: some clients
+// (franz-go) take a connection closed before any answer for a SASL or
+// TLS mismatch and fail the records, where a refused dial is retried.
+func (s *Server) StopAccepting() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closeListeners()
+}
+
 func (s *Server) closeListeners() error {
 	var errs []error
 	for _, l := range s.listeners {

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/binary"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -394,4 +395,25 @@ func TestRequestsSentBeforeCloseAreHandled(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	expectServing(t, ts.addr)
+}
+
+// TestStopAcceptingKeepsOpenConnections: after StopAccepting a dial is
+// refused, while a connection opened before is still answered until
+// Serve's context ends.
+func TestStopAcceptingKeepsOpenConnections(t *testing.T) {
+	ts := startServer(t, newTestHandler(), nil)
+	c := dial(t, ts.addr)
+	if err := ts.srv.StopAccepting(); err != nil {
+		t.Fatal(err)
+	}
+	if nc, err := net.DialTimeout("tcp", ts.addr, waitLimit); err == nil {
+		nc.Close()
+		t.Fatal("a dial after StopAccepting was accepted")
+	}
+	req := kmsg.NewPtrApiVersionsRequest()
+	send(t, c, encodeRequest(req, 0, 7, strp("client")))
+	if corr, _ := readResponse(t, c); corr != 7 {
+		t.Fatalf("correlation id %d, want 7", corr)
+	}
+	ts.stop(t) // Serve still returns, the listeners already closed
 }
