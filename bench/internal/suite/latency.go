@@ -98,9 +98,9 @@ func (s *Suite) latency(ctx context.Context) error {
 	return nil
 }
 
-// latencyRound is one latency run and, for a broker with a metrics page,
+// roundResult is one latency run and, for a broker with a metrics page,
 // its own p99s over the run.
-type latencyRound struct {
+type roundResult struct {
 	result               load.LatencyResult
 	produceP99, fetchP99 time.Duration
 }
@@ -111,8 +111,8 @@ const (
 	localTimeSeries = "kafka_network_requestmetrics_localtime_seconds"
 )
 
-func (s *Suite) latencyRound(ctx context.Context, b *peer.Broker, run load.LatencyRun) (latencyRound, error) {
-	var out latencyRound
+func (s *Suite) latencyRound(ctx context.Context, b *peer.Broker, run load.LatencyRun) (roundResult, error) {
+	var out roundResult
 	topic := s.topic()
 	if err := createTopic(ctx, b, topic, 1, 1, nil); err != nil {
 		return out, err
