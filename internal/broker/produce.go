@@ -17,6 +17,7 @@ import (
 	"github.com/weir-project/weir/internal/replica"
 	"github.com/weir-project/weir/internal/server"
 	"github.com/weir-project/weir/internal/storage"
+	"github.com/weir-project/weir/internal/storage/recordbatch"
 )
 
 // ackWait is a partition of an acks=-1 produce waiting for its batch to
@@ -31,9 +32,10 @@ type ackWait struct {
 // pendingAppend is a partition's batches that passed the checks, to be
 // appended once the response's skeleton is built.
 type pendingAppend struct {
-	topic  string
-	rp     kmsg.ProduceRequestTopicPartition
-	ti, pi int // its answer: resp.Topics[ti].Partitions[pi]
+	topic   string
+	rp      kmsg.ProduceRequestTopicPartition
+	checked recordbatch.Checked // what the server validated as it arrived
+	ti, pi  int                 // its answer: resp.Topics[ti].Partitions[pi]
 }
 
 // parallelAppendBytes is the size of a Produce request from which its
@@ -56,7 +58,7 @@ func (b *Broker) appendAll(resp *kmsg.ProduceResponse, jobs []pendingAppend, ack
 	run := func(i int) {
 		j := jobs[i]
 		sp := &resp.Topics[j.ti].Partitions[j.pi]
-		if w, ok := b.produceOne(j.topic, j.rp, acks, sp); ok {
+		if w, ok := b.produceOne(j.topic, j.rp, j.checked, acks, sp); ok {
 			w.sp = sp
 			waits[i] = w
 		}
@@ -149,7 +151,8 @@ func (b *Broker) handleProduce(ctx context.Context, rc *server.RequestContext, r
 				}
 				rp.Records = records
 				// Located by index: the slices still grow.
-				appends = append(appends, pendingAppend{topic: topic.Name, rp: rp, ti: len(resp.Topics), pi: len(st.Partitions)})
+				appends = append(appends, pendingAppend{topic: topic.Name, rp: rp, checked: rc.CheckedRecords(records),
+					ti: len(resp.Topics), pi: len(st.Partitions)})
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -239,14 +242,14 @@ func isInternalTopic(name string) bool {
 
 // produceOne appends one partition's batches; for acks=-1 it returns the
 // wait for their commit (ok=true).
-func (b *Broker) produceOne(topic string, rp kmsg.ProduceRequestTopicPartition, acks int16, sp *kmsg.ProduceResponseTopicPartition) (ackWait, bool) {
+func (b *Broker) produceOne(topic string, rp kmsg.ProduceRequestTopicPartition, checked recordbatch.Checked, acks int16, sp *kmsg.ProduceResponseTopicPartition) (ackWait, bool) {
 	tp := storage.TopicPartition{Topic: topic, Partition: rp.Partition}
 	p := b.replicas.Get(tp)
 	if p == nil {
 		sp.ErrorCode = b.missingPartitionCode(tp)
 		return ackWait{}, false
 	}
-	info, err := p.AppendAsLeader(rp.Records, acks)
+	info, err := p.AppendCheckedAsLeader(rp.Records, checked, acks)
 	if err != nil {
 		sp.ErrorCode = errorCode(err)
 		msg := err.Error()

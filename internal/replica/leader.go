@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weir-project/weir/internal/storage"
+	"github.com/weir-project/weir/internal/storage/recordbatch"
 )
 
 // ISRChanger proposes ISR changes to the controller (Kafka's
@@ -60,6 +61,12 @@ type Appended struct {
 // AppendAsLeader appends a producer's batches. acks=-1 needs the ISR to
 // reach min.insync.replicas before anything is written.
 func (p *Partition) AppendAsLeader(records []byte, acks int16) (Appended, error) {
+	return p.AppendCheckedAsLeader(records, recordbatch.Checked{}, acks)
+}
+
+// AppendCheckedAsLeader is AppendAsLeader for batches validated as they
+// arrived (see storage.Log.AppendChecked).
+func (p *Partition) AppendCheckedAsLeader(records []byte, checked recordbatch.Checked, acks int16) (Appended, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.mu.Lock()
@@ -74,7 +81,7 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (Appended, error)
 	if info, dup, err := p.checkProducers(records); err != nil || dup {
 		return Appended{AppendInfo: info, LeaderEpoch: epoch}, err
 	}
-	info, err := p.log.Append(records, epoch)
+	info, err := p.log.AppendChecked(records, checked, epoch)
 	if err != nil {
 		return Appended{AppendInfo: info, LeaderEpoch: epoch}, err
 	}

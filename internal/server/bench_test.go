@@ -103,18 +103,9 @@ func BenchmarkPipelinedLargeProduce(b *testing.B) {
 // a stream (the Produce scan included), its buffer returned after each
 // as the connection does once the request is answered.
 func BenchmarkReadProduceFrame(b *testing.B) {
-	vt, err := newVersionTable(testAPIs)
-	if err != nil {
-		b.Fatal(err)
-	}
 	frame := bigProduceFrame(3, 1<<20)
-	stream := &repeatReader{frame: frame}
-	fr := &frameReader{br: bufio.NewReaderSize(stream, ioBufferSize), versions: vt, bufs: &frameBufs{},
-		limits: frameLimits{maxBytes: 100 << 20, maxNonProduce: 100 << 20}}
-	pool := newMemPool(0)
+	fr, pool, _ := benchFrameReader(b, frame)
 	ctx := context.Background()
-	b.SetBytes(int64(len(frame)))
-	b.ReportAllocs()
 	for b.Loop() {
 		res := pool.reserve()
 		fm, err := fr.next(ctx, res)
@@ -124,6 +115,21 @@ func BenchmarkReadProduceFrame(b *testing.B) {
 		fr.bufs.put(fm.fb)
 		res.release()
 	}
+}
+
+// benchFrameReader reads frame over and over as a connection does, from
+// a pooled buffer, and sets the benchmark's bytes per op.
+func benchFrameReader(b *testing.B, frame []byte) (*frameReader, *memPool, *versionTable) {
+	vt, err := newVersionTable(testAPIs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stream := &repeatReader{frame: frame}
+	fr := &frameReader{br: bufio.NewReaderSize(stream, ioBufferSize), versions: vt, bufs: &frameBufs{},
+		limits: frameLimits{maxBytes: 100 << 20, maxNonProduce: 100 << 20}}
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	return fr, newMemPool(0), vt
 }
 
 // repeatReader yields frame over and over, in reads of at most 256 KiB

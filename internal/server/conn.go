@@ -216,6 +216,7 @@ func (c *conn) readRequest(ctx context.Context, fr *frameReader, res *reservatio
 	p.received = time.Now()
 	p.size = len(fm.buf)
 	p.fb = fm.fb
+	p.checked = fm.checked
 	held := int64(cap(fm.buf))
 	if p.req != nil {
 		if fm.produceCost >= 0 {
@@ -295,6 +296,7 @@ func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) b
 		LocalAddr:     c.nc.LocalAddr(),
 		// p.res's release is idempotent: handle releases it again.
 		ReleaseRequest: p.res.release,
+		checked:        p.checked,
 	}
 	started := time.Now()
 	resp, reason, err := c.respond(ctx, rc, p)

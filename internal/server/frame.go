@@ -70,6 +70,8 @@ type frame struct {
 	// produceCost is, for a Produce request whose body was scanned, what
 	// decoding it allocates; -1 for every other request.
 	produceCost int64
+	// checked is what the scan validated of a Produce's records.
+	checked checkedRecords
 }
 
 // frameReader reads request frames from one connection. A frame's buffer
@@ -90,12 +92,14 @@ type frameReader struct {
 	res *reservation
 	// buf is the frame read so far; its capacity is what is reserved
 	// for it, while fb, its memory, may hold more.
-	buf    []byte
-	fb     *frameBuf
-	size   int
-	start  time.Time
-	paused time.Duration
-	moved  int64
+	buf  []byte
+	fb   *frameBuf
+	size int
+	// checked collects the ranges of records the Produce scan validated.
+	checked []checkedRange
+	start   time.Time
+	paused  time.Duration
+	moved   int64
 }
 
 // next reads one frame, charging its memory to res. A clean end of stream
@@ -104,7 +108,7 @@ func (f *frameReader) next(ctx context.Context, res *reservation) (frame, error)
 	f.ctx, f.res = ctx, res
 	// A frame that failed left its buffer here; nothing refers to it.
 	f.bufs.put(f.fb)
-	f.buf, f.fb, f.size, f.paused, f.moved = nil, nil, 0, 0, 0
+	f.buf, f.fb, f.size, f.paused, f.moved, f.checked = nil, nil, 0, 0, 0, nil
 	// Between frames the connection may idle as long as
 	// connections.max.idle.ms allows; the transfer rule starts with the
 	// first byte of the next frame.
@@ -135,8 +139,9 @@ func (f *frameReader) next(ctx context.Context, res *reservation) (frame, error)
 	if err := f.fill(f.size); err != nil {
 		return frame{}, err
 	}
-	fm := frame{buf: f.buf, fb: f.fb, produceCost: cost}
-	f.fb = nil // the frame's now
+	fm := frame{buf: f.buf, fb: f.fb, produceCost: cost,
+		checked: checkedRecords{frame: f.buf, ranges: f.checked}}
+	f.fb, f.checked = nil, nil // the frame's now
 	return fm, nil
 }
 

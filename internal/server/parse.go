@@ -45,6 +45,7 @@ type parsed struct {
 	res                 *reservation // the request's memory, returned when it is answered
 	fb                  *frameBuf    // the frame's pooled memory, if any (see frameBufs)
 	received            time.Time    // when the frame was read whole (request metrics)
+	checked             checkedRecords
 }
 
 // parseRequest decodes one request frame (the bytes after the 4-byte size

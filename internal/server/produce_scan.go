@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-project/weir/internal/storage/recordbatch"
 )
 
 // A Produce request is the one request whose frames are legitimately huge
@@ -20,12 +22,18 @@ import (
 // here: nothing is decoded into structs, the walk only checks lengths as
 // kmsg reads them and adds up what decoding will allocate. The walk
 // mirrors kmsg v1.15.1's ProduceRequest.ReadFrom (versions 0-13); the
-// fuzz target FuzzScanProduce holds it to kmsg's answers.
+// fuzz target FuzzScanProduce holds it to kmsg's answers. On its way it
+// validates each record batch as it arrives (produceScan.records), which
+// the append then need not do again.
 
 // Memory that decoding a Produce request allocates per element.
 const (
 	produceTopicCost     = int64(unsafe.Sizeof(kmsg.ProduceRequestTopic{}))
 	producePartitionCost = int64(unsafe.Sizeof(kmsg.ProduceRequestTopicPartition{}))
+	// checkedRangeCost is charged per partition whose records the scan
+	// validated: the note of it kept with the request (twice, as the
+	// slice of them grows).
+	checkedRangeCost = 2 * int64(unsafe.Sizeof(checkedRange{}))
 	// tagCost is charged per tagged field kmsg keeps in a map: measured
 	// ~80 bytes live and ~200 allocated while the map grows.
 	tagCost = 160
@@ -238,7 +246,7 @@ func (s *produceScan) topic(version int16) error {
 			return err
 		}
 		if l >= 0 { // records alias the frame: nothing allocated
-			if err := c.skip(l); err != nil {
+			if err := s.records(l); err != nil {
 				return err
 			}
 		}
@@ -247,6 +255,46 @@ func (s *produceScan) topic(version int16) error {
 		}
 	}
 	return s.tags()
+}
+
+// records reads one partition's records of l bytes, validating each
+// batch as soon as it has arrived, while its bytes are still in the CPU
+// caches (recordbatch.Checked), and notes what passed for the append. A
+// set that is not made of whole v2 batches is only skipped: the append
+// refuses it with the error to report.
+func (s *produceScan) records(l int) error {
+	c := s.c
+	if l > c.rem() {
+		return errShort
+	}
+	start, end := c.pos, c.pos+l
+	var ck recordbatch.Checked
+	for c.pos < end {
+		hn := min(recordbatch.HeaderSize, end-c.pos)
+		if err := c.need(hn); err != nil {
+			return err
+		}
+		h, err := recordbatch.ParseHeader(c.f.buf[c.pos : c.pos+hn])
+		if err != nil || h.Size() > int64(end-c.pos) {
+			break
+		}
+		n := int(h.Size())
+		if err := c.need(n); err != nil {
+			return err
+		}
+		ck.CheckAhead(c.f.buf[c.pos : c.pos+n])
+		c.pos += n
+	}
+	if c.pos == end && ck.Valid() {
+		if err := s.add(checkedRangeCost); err != nil {
+			return err
+		}
+		// Offsets, not slices: the frame's buffer may still move as it
+		// grows.
+		c.f.checked = append(c.f.checked, checkedRange{start: start, n: l, ck: ck})
+	}
+	c.pos = start
+	return c.skip(l)
 }
 
 // stringLen reads a string's length: compact (uvarint n+1) when flexible,

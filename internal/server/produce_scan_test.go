@@ -16,14 +16,20 @@ import (
 // scan's cost.
 func scanFrame(t testing.TB, frame []byte) ([]byte, int64, error) {
 	t.Helper()
+	fm, err := readWholeFrame(t, frame)
+	return fm.buf, fm.produceCost, err
+}
+
+// readWholeFrame reads one whole frame as a connection does.
+func readWholeFrame(t testing.TB, b []byte) (frame, error) {
+	t.Helper()
 	vt, err := newVersionTable(allAPIs())
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr := &frameReader{br: bufio.NewReader(bytes.NewReader(frame)), versions: vt,
+	fr := &frameReader{br: bufio.NewReader(bytes.NewReader(b)), versions: vt,
 		limits: frameLimits{maxBytes: 100 << 20, maxNonProduce: 100 << 20}}
-	fm, err := fr.next(context.Background(), newMemPool(-1).reserve())
-	return fm.buf, fm.produceCost, err
+	return fr.next(context.Background(), newMemPool(-1).reserve())
 }
 
 // produceFrame frames a Produce body by hand at version v.
@@ -124,6 +130,14 @@ func FuzzScanProduce(f *testing.F) {
 	}
 	f.Add(int16(9), []byte{0, 0, 1, 0, 0, 0, 1, 2, 2, 't', 2, 0, 0, 0, 0, 1, 3, 1, 2, 3, 4, 1, 5, 2, 0x80})
 	f.Add(int16(9), []byte{0xff, 0xff, 0xff, 0xff, 0x1f})
+	for _, v := range []int16{3, 9} {
+		frame := encodeRequest(checkedProduce(f), v, 1, nil)
+		hdr := 4 + 10 // size, key, version, correlation id, null client id
+		if v >= 9 {
+			hdr++ // no tagged fields
+		}
+		f.Add(v, frame[hdr:])
+	}
 	f.Fuzz(func(t *testing.T, v int16, body []byte) {
 		if v < 3 || v > 13 {
 			return
@@ -149,6 +163,7 @@ func FuzzScanProduce(f *testing.F) {
 			if held > 2*cost+256 {
 				t.Fatalf("v%d: scan charged %d, decoded request holds %d", v, cost, held)
 			}
+			holdsChecked(t, frame, vt)
 		}
 	})
 }

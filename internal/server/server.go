@@ -115,6 +115,8 @@ type RequestContext struct {
 	remote atomic.Int64
 	// subname is what SetSubname set.
 	subname string
+	// checked is what the Produce scan validated (CheckedRecords).
+	checked checkedRecords
 }
 
 // Waited adds d to the time the handler spent waiting for other brokers,

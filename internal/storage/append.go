@@ -21,7 +21,10 @@ type batchRef struct {
 // leader=true applies the producer rules (recordbatch.Validate walks the
 // records) and max.message.bytes; a follower's batches were validated by
 // the leader, so only their framing and CRC are checked, as Kafka does.
-func splitAndCheck(records []byte, cfg Config, leader bool, refs []batchRef) ([]batchRef, error) {
+// A leader's batches that checked covers passed recordbatch.Validate as
+// they arrived (recordbatch.Checked) and are not validated again; the
+// rules that depend on the log's config still apply.
+func splitAndCheck(records []byte, cfg Config, leader bool, checked recordbatch.Checked, refs []batchRef) ([]batchRef, error) {
 	if len(records) == 0 {
 		return nil, fmt.Errorf("empty record set: %w", recordbatch.ErrCorrupt)
 	}
@@ -30,15 +33,19 @@ func splitAndCheck(records []byte, cfg Config, leader bool, refs []batchRef) ([]
 			len(records), cfg.SegmentBytes, ErrRecordListTooLarge)
 	}
 	pos := 0
+	validated := leader && checked.Covers(records)
 	err := recordbatch.Split(records, func(batch []byte, h recordbatch.Header) error {
 		if leader {
 			if len(batch) > cfg.MaxMessageBytes {
 				return fmt.Errorf("batch at byte %d is %d bytes, max.message.bytes %d: %w",
 					pos, len(batch), cfg.MaxMessageBytes, ErrMessageTooLarge)
 			}
-			vh, err := recordbatch.Validate(batch)
-			if err != nil {
-				return fmt.Errorf("batch at byte %d: %w", pos, err)
+			vh := h
+			if !validated {
+				var err error
+				if vh, err = recordbatch.Validate(batch); err != nil {
+					return fmt.Errorf("batch at byte %d: %w", pos, err)
+				}
 			}
 			if cfg.Compact && !vh.Control() {
 				if err := recordbatch.CheckKeys(batch); err != nil {
@@ -70,9 +77,15 @@ func splitAndCheck(records []byte, cfg Config, leader bool, refs []batchRef) ([]
 // The batches are patched in place in records, which are written with a
 // single write call.
 func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.AppendChecked(records, recordbatch.Checked{}, leaderEpoch)
+}
+
+// AppendChecked is Append for records whose batches were validated as
+// they arrived: those checked covers are not validated again.
+func (l *Log) AppendChecked(records []byte, checked recordbatch.Checked, leaderEpoch int32) (AppendInfo, error) {
 	cfg := l.config()
 	var stack [4]batchRef
-	refs, err := splitAndCheck(records, cfg, true, stack[:0])
+	refs, err := splitAndCheck(records, cfg, true, checked, stack[:0])
 	if err != nil {
 		return AppendInfo{}, err
 	}
@@ -129,7 +142,7 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	cfg := l.config()
 	var stack [4]batchRef
-	refs, err := splitAndCheck(records, cfg, false, stack[:0])
+	refs, err := splitAndCheck(records, cfg, false, recordbatch.Checked{}, stack[:0])
 	if err != nil {
 		return AppendInfo{}, err
 	}

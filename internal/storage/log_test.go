@@ -534,3 +534,56 @@ func waitFor(t testing.TB, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestAppendChecked: batches the server validated as they arrived are not
+// validated again, but only the set the Checked covers, and the rules of
+// the log's config still apply to them.
+func TestAppendChecked(t *testing.T) {
+	checked := func(batches ...[]byte) recordbatch.Checked {
+		var c recordbatch.Checked
+		for _, b := range batches {
+			c.CheckAhead(b)
+		}
+		return c
+	}
+	cfg := testConfig()
+	cfg.MaxMessageBytes = 2000
+	l := openLog(t, t.TempDir(), cfg)
+	good := makeBatch(t, 2, 10, 1, "g")
+	ck := checked(good)
+
+	// The skip is real: a byte changed after the check (which the
+	// server's own buffer never sees) is not noticed.
+	changed := bytes.Clone(good)
+	changed[len(changed)-1] ^= 0xff
+	if _, err := l.AppendChecked(changed, ck, 0); err != nil {
+		t.Fatalf("covered set validated again: %v", err)
+	}
+	// The Checked of another set covers nothing: full validation.
+	corrupt := bytes.Clone(makeBatch(t, 2, 10, 1, "h"))
+	corrupt[len(corrupt)-1] ^= 0xff
+	if _, err := l.AppendChecked(corrupt, ck, 0); !errors.Is(err, recordbatch.ErrCorrupt) {
+		t.Fatalf("another set's Checked let a corrupt batch through: %v", err)
+	}
+	if _, err := l.AppendChecked(append(bytes.Clone(good), corrupt...), ck, 0); !errors.Is(err, recordbatch.ErrCorrupt) {
+		t.Fatalf("a Checked of the first batch let the second through: %v", err)
+	}
+	// The log's own rules still hold for a covered set.
+	big := makeBatch(t, 1, 3000, 1, "big")
+	if _, err := l.AppendChecked(big, checked(big), 0); !errors.Is(err, ErrMessageTooLarge) {
+		t.Fatalf("covered batch above max.message.bytes: %v", err)
+	}
+	cfg.Compact = true
+	l.SetConfig(cfg)
+	keyless, err := recordbatch.Build(recordbatch.BuildOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		[]recordbatch.Record{{Value: []byte("v")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendChecked(keyless, checked(keyless), 0); err == nil {
+		t.Fatal("covered keyless batch appended to a compacted log")
+	}
+	if l.LogEndOffset() != 2 {
+		t.Fatalf("log end %d, want 2 (only the first append)", l.LogEndOffset())
+	}
+}
