@@ -1,17 +1,13 @@
 package idempotence
 
 import (
-	"bufio"
 	"cmp"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,9 +53,7 @@ func TestFranzGoStreamThroughKill(t *testing.T) {
 	}
 	defer cl.Close()
 
-	var acked atomic.Int64
-	var mu sync.Mutex
-	var failures []string
+	acks := harness.NewAckLog()
 	ctx := harness.Ctx(t, 4*time.Minute)
 	done := make(chan struct{})
 	go func() {
@@ -68,25 +62,16 @@ func TestFranzGoStreamThroughKill(t *testing.T) {
 		defer pace.Stop()
 		for i := range streamRecords {
 			<-pace.C
-			cl.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, func(r *kgo.Record, err error) {
-				if err != nil {
-					mu.Lock()
-					failures = append(failures, fmt.Sprintf("%s: %v", r.Value, err))
-					mu.Unlock()
-					return
-				}
-				acked.Add(1)
-			})
+			cl.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, acks.Record)
 		}
 	}()
-	killMidStream(t, b, gate, topic, &acked)
+	killMidStream(t, b, gate, topic, acks)
 	<-done
 	if err := cl.Flush(ctx); err != nil {
 		t.Fatalf("flush: %v", err)
 	}
-	if len(failures) > 0 {
-		t.Fatalf("%d records failed, first: %s", len(failures), failures[0])
-	}
+	acks.RequireNoFailures(t, "the producer")
+	checkAckedAtTheirIndex(t, acks)
 	checkExactlyOnceInOrder(t, b, topic, streamRecords)
 }
 
@@ -101,64 +86,27 @@ func TestLibrdkafkaStreamThroughKill(t *testing.T) {
 	const topic = "rdkafka-stream"
 	newRawClient(t, b).createTopic(topic, nil)
 
-	cmd := exec.Command(python, "testdata/idem_producer.py", gate.proxy.Addr(), topic, strconv.Itoa(streamRecords), "1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	var acked atomic.Int64
-	var mu sync.Mutex
-	var problems []string
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			switch {
-			case len(f) == 3 && f[0] == "ack":
-				// One producer, one partition, exactly once and in order:
-				// record i lands at offset i.
-				if f[1] != f[2] {
-					mu.Lock()
-					problems = append(problems, "value "+f[2]+" acknowledged at offset "+f[1])
-					mu.Unlock()
-				}
-				acked.Add(1)
-			default:
-				mu.Lock()
-				problems = append(problems, sc.Text())
-				mu.Unlock()
-			}
-		}
-		exited <- cmd.Wait()
-	}()
-	// Process.Kill is a no-op once the process was waited for.
-	t.Cleanup(func() { cmd.Process.Kill() })
-
-	killMidStream(t, b, gate, topic, &acked)
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("producer failed: %v\n%s", err, stderr.String())
-		}
-	case <-time.After(4 * time.Minute):
-		cmd.Process.Kill()
-		t.Fatalf("producer did not finish; %d acknowledged\n%s", acked.Load(), stderr.String())
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(problems) > 0 {
-		t.Fatalf("%d problems, first: %s", len(problems), problems[0])
-	}
-	if n := acked.Load(); n != streamRecords {
-		t.Fatalf("%d of %d records acknowledged", n, streamRecords)
-	}
+	prod := harness.StartPyProducer(t, python, "testdata/idem_producer.py", gate.proxy.Addr(), topic, strconv.Itoa(streamRecords), "1")
+	killMidStream(t, b, gate, topic, prod.AckLog)
+	prod.Wait(4 * time.Minute)
+	checkAckedAtTheirIndex(t, prod.AckLog)
 	checkExactlyOnceInOrder(t, b, topic, streamRecords)
+}
+
+// checkAckedAtTheirIndex wants every value "0".."streamRecords-1"
+// acknowledged, each at the offset it names: one producer, one
+// partition, exactly once and in order.
+func checkAckedAtTheirIndex(t *testing.T, acks *harness.AckLog) {
+	t.Helper()
+	offsets := acks.Offsets()
+	if len(offsets) != streamRecords {
+		t.Fatalf("%d of %d records acknowledged", len(offsets), streamRecords)
+	}
+	for v, off := range offsets {
+		if v != strconv.FormatInt(off, 10) {
+			t.Fatalf("value %s acknowledged at offset %d", v, off)
+		}
+	}
 }
 
 // killMidStream waits until the gate holds back the broker's answer to a
@@ -167,7 +115,7 @@ func TestLibrdkafkaStreamThroughKill(t *testing.T) {
 // producer must re-send the batches it was not answered for and the
 // broker must recognise the stored ones as duplicates: without that
 // check they are stored twice.
-func killMidStream(t *testing.T, b *harness.Broker, gate *ackGate, topic string, acked *atomic.Int64) {
+func killMidStream(t *testing.T, b *harness.Broker, gate *ackGate, topic string, acks *harness.AckLog) {
 	t.Helper()
 	harness.WaitFor(t, 2*time.Minute, "the broker's answer to a stored batch to be held back", func() bool {
 		held, err := gate.state()
@@ -179,7 +127,7 @@ func killMidStream(t *testing.T, b *harness.Broker, gate *ackGate, topic string,
 	b.Kill()
 	held := gate.disarm()
 	gate.proxy.Cut(harness.Refuse)
-	atKill, stored := acked.Load(), logEnd(t, b.Dir, topic)
+	atKill, stored := int64(acks.Count()), logEnd(t, b.Dir, topic)
 	// Every acknowledgement the producer got came before the first held
 	// answer, so it is for an offset below held[0]; that batch is on disk.
 	if atKill > held[0] || stored <= held[0] {
