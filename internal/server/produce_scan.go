@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,10 +31,9 @@ import (
 const (
 	produceTopicCost     = int64(unsafe.Sizeof(kmsg.ProduceRequestTopic{}))
 	producePartitionCost = int64(unsafe.Sizeof(kmsg.ProduceRequestTopicPartition{}))
-	// checkedRangeCost is charged per partition whose records the scan
-	// validated: the note of it kept with the request (twice, as the
-	// slice of them grows).
-	checkedRangeCost = 2 * int64(unsafe.Sizeof(checkedRange{}))
+	// checkedRangeCost is charged per partition: the note of what the
+	// scan validated in its records, kept with the request.
+	checkedRangeCost = int64(unsafe.Sizeof(checkedRange{}))
 	// tagCost is charged per tagged field kmsg keeps in a map: measured
 	// ~80 bytes live and ~200 allocated while the map grows.
 	tagCost = 160
@@ -234,8 +234,13 @@ func (s *produceScan) topic(version int16) error {
 	if int64(parts)*6 > int64(c.rem()) {
 		return errShort
 	}
-	if err := s.add(int64(max(parts, 0)) * producePartitionCost); err != nil {
+	if err := s.add(int64(max(parts, 0)) * (producePartitionCost + checkedRangeCost)); err != nil {
 		return err
+	}
+	// Room for every partition's note (records), charged above: one
+	// allocation for a request of one topic.
+	if parts > 0 {
+		c.f.checked = slices.Grow(c.f.checked, int(parts))
 	}
 	for range max(parts, 0) {
 		if err := c.skip(4); err != nil { // partition
@@ -286,9 +291,6 @@ func (s *produceScan) records(l int) error {
 		c.pos += n
 	}
 	if c.pos == end && ck.Valid() {
-		if err := s.add(checkedRangeCost); err != nil {
-			return err
-		}
 		// Offsets, not slices: the frame's buffer may still move as it
 		// grows.
 		c.f.checked = append(c.f.checked, checkedRange{start: start, n: l, ck: ck})

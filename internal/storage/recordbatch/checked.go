@@ -23,8 +23,8 @@ package recordbatch
 // costs far more than a cache miss.
 type Checked struct {
 	size    int64
-	batches int32
 	mix     uint64
+	batches int32
 	failed  bool
 }
 
