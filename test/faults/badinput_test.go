@@ -130,6 +130,32 @@ func TestBadInput(t *testing.T) {
 		assertServes(t, b)
 	})
 
+	t.Run("one corrupt partition of a request fails alone", func(t *testing.T) {
+		// The broker validates each batch as it arrives and the append
+		// trusts what passed: a bad batch between good ones must still
+		// fail its partition, and only it.
+		const mixed = "badinput-mixed"
+		createTopic(t, b, mixed, 3, nil)
+		c := dialRaw(t, b.Addr)
+		corrupt := buildBatch(t, 2, 10)
+		corrupt[len(corrupt)-1] ^= 1
+		req := produceRequest(mixed, 0, 1, buildBatch(t, 5, 10))
+		for p, records := range map[int32][]byte{1: corrupt, 2: buildBatch(t, 4, 10)} {
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = p, records
+			req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+		}
+		resp := c.roundTrip(req).(*kmsg.ProduceResponse)
+		want := map[int32]*kerr.Error{0: nil, 1: kerr.CorruptMessage, 2: nil}
+		for _, sp := range resp.Topics[0].Partitions {
+			expectCode(t, "partition "+itoa(int(sp.Partition)), sp.ErrorCode, want[sp.Partition])
+		}
+		if got := endOffsets(t, b, mixed); got[0] != 5 || got[1] != 0 || got[2] != 4 {
+			t.Fatalf("end offsets %v, want 0:5 1:0 2:4", got)
+		}
+		assertServes(t, b)
+	})
+
 	t.Run("acks=0 with an error closes the connection", func(t *testing.T) {
 		// The client expects no answer, so Kafka closes the connection
 		// to tell it something went wrong (it then refreshes metadata).
