@@ -103,33 +103,33 @@ func BenchmarkPipelinedLargeProduce(b *testing.B) {
 // a stream (the Produce scan included), its buffer returned after each
 // as the connection does once the request is answered.
 func BenchmarkReadProduceFrame(b *testing.B) {
-	frame := bigProduceFrame(3, 1<<20)
-	fr, pool, _ := benchFrameReader(b, frame)
+	benchReadFrames(b, bigProduceFrame(3, 1<<20), func(frame, *versionTable) {})
+}
+
+// benchReadFrames reads frame over and over as a connection does, from a
+// pooled buffer returned after each, and hands each read frame to each.
+func benchReadFrames(b *testing.B, frameBytes []byte, each func(frame, *versionTable)) {
+	vt, err := newVersionTable(testAPIs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stream := &repeatReader{frame: frameBytes}
+	fr := &frameReader{br: bufio.NewReaderSize(stream, ioBufferSize), versions: vt, bufs: &frameBufs{},
+		limits: frameLimits{maxBytes: 100 << 20, maxNonProduce: 100 << 20}}
+	pool := newMemPool(0)
 	ctx := context.Background()
+	b.SetBytes(int64(len(frameBytes)))
+	b.ReportAllocs()
 	for b.Loop() {
 		res := pool.reserve()
 		fm, err := fr.next(ctx, res)
 		if err != nil {
 			b.Fatal(err)
 		}
+		each(fm, vt)
 		fr.bufs.put(fm.fb)
 		res.release()
 	}
-}
-
-// benchFrameReader reads frame over and over as a connection does, from
-// a pooled buffer, and sets the benchmark's bytes per op.
-func benchFrameReader(b *testing.B, frame []byte) (*frameReader, *memPool, *versionTable) {
-	vt, err := newVersionTable(testAPIs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	stream := &repeatReader{frame: frame}
-	fr := &frameReader{br: bufio.NewReaderSize(stream, ioBufferSize), versions: vt, bufs: &frameBufs{},
-		limits: frameLimits{maxBytes: 100 << 20, maxNonProduce: 100 << 20}}
-	b.SetBytes(int64(len(frame)))
-	b.ReportAllocs()
-	return fr, newMemPool(0), vt
 }
 
 // repeatReader yields frame over and over, in reads of at most 256 KiB

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/rand"
 	"testing"
 
@@ -43,14 +42,7 @@ func validProduceFrame(tb testing.TB, parts, size int) []byte {
 // Eight partitions of 1 MiB: more than the CPU caches hold, as on a
 // loaded broker.
 func BenchmarkReadAndValidateProduce(b *testing.B) {
-	fr, pool, vt := benchFrameReader(b, validProduceFrame(b, 8, 1<<20))
-	ctx := context.Background()
-	for b.Loop() {
-		res := pool.reserve()
-		fm, err := fr.next(ctx, res)
-		if err != nil {
-			b.Fatal(err)
-		}
+	benchReadFrames(b, validProduceFrame(b, 8, 1<<20), func(fm frame, vt *versionTable) {
 		p := parseRequest(fm.buf, vt)
 		for _, t := range p.req.(*kmsg.ProduceRequest).Topics {
 			for _, rp := range t.Partitions {
@@ -62,7 +54,5 @@ func BenchmarkReadAndValidateProduce(b *testing.B) {
 				}
 			}
 		}
-		fr.bufs.put(fm.fb)
-		res.release()
-	}
+	})
 }

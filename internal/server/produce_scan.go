@@ -161,6 +161,9 @@ type produceScan struct {
 	flexible bool
 	limit    int64
 	cost     int64
+	// partsLeft counts the partitions of the topic being walked from
+	// the current one on.
+	partsLeft int
 }
 
 func (s *produceScan) add(n int64) error {
@@ -237,12 +240,8 @@ func (s *produceScan) topic(version int16) error {
 	if err := s.add(int64(max(parts, 0)) * (producePartitionCost + checkedRangeCost)); err != nil {
 		return err
 	}
-	// Room for every partition's note (records), charged above: one
-	// allocation for a request of one topic.
-	if parts > 0 {
-		c.f.checked = slices.Grow(c.f.checked, int(parts))
-	}
-	for range max(parts, 0) {
+	for i := range max(parts, 0) {
+		s.partsLeft = int(parts - i)
 		if err := c.skip(4); err != nil { // partition
 			return err
 		}
@@ -291,12 +290,15 @@ func (s *produceScan) records(l int) error {
 		c.pos += n
 	}
 	if c.pos == end && ck.Valid() {
+		// Room for the topic's partitions left, charged with them: one
+		// allocation for a request of one topic, none for one with
+		// nothing checked (compressed batches).
+		c.f.checked = slices.Grow(c.f.checked, s.partsLeft)
 		// Offsets, not slices: the frame's buffer may still move as it
 		// grows.
 		c.f.checked = append(c.f.checked, checkedRange{start: start, n: l, ck: ck})
 	}
-	c.pos = start
-	return c.skip(l)
+	return c.skip(end - c.pos) // what the walk stopped short of
 }
 
 // stringLen reads a string's length: compact (uvarint n+1) when flexible,
