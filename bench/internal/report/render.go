@@ -128,8 +128,8 @@ func renderMethod(p printer, r *Run) {
 	p("- The wide spreads of some produce rounds (CPU per GB and MB/s together, e.g. 0.8 against 2.1 s/GB at acks=1 on " +
 		"one partition) come from the machine, a VM: its balloon driver reports freed memory to the host, which takes the " +
 		"pages back, so the next writes into fresh page-cache pages fault them in on the host, and that time shows as the " +
-		"broker's own CPU in the copy into the page cache (perf: `copy_folio_from_iter_atomic` at 20–30% of all samples " +
-		"in such a round against under 10% otherwise, with CRC-32C over the same bytes at 1–2%). It hits whichever broker " +
+		"broker's own CPU in the copy into the page cache (perf: `copy_folio_from_iter_atomic` at 20–30%% of all samples " +
+		"in such a round against under 10%% otherwise, with CRC-32C over the same bytes at 1–2%%). It hits whichever broker " +
 		"writes first after another freed memory (JetStream's evicted files, a deleted topic, kfake's first heap), so it " +
 		"moves with the order of the round, not with the broker.")
 	p("")

@@ -95,6 +95,9 @@ func TestRender(t *testing.T) {
 	if strings.Contains(page, "NaN") {
 		t.Error("page prints NaN")
 	}
+	if i := strings.Index(page, "%!"); i >= 0 {
+		t.Errorf("page has a formatting error: %q", page[max(0, i-40):min(len(page), i+40)])
+	}
 	for _, absent := range []string{"## Sustained", "## Three nodes", "## Produce with fsync"} {
 		if strings.Contains(page, absent) {
 			t.Errorf("page has section %q of a case not run", absent)
