@@ -27,7 +27,13 @@ type benchProduceOptions struct {
 	reportInterval time.Duration
 	idempotent     bool
 	idempotentSet  bool // --idempotent given explicitly
+	maxInFlight    int
+	maxInFlightSet bool // --max-in-flight given explicitly
 }
+
+// idempotentInFlight is what franz-go keeps in flight per broker for an
+// idempotent producer, and the most Kafka allows one.
+const idempotentInFlight = 5
 
 func newBenchProduceCmd() *cobra.Command {
 	o := &benchProduceOptions{}
@@ -37,6 +43,7 @@ func newBenchProduceCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.idempotentSet = cmd.Flags().Changed("idempotent")
+			o.maxInFlightSet = cmd.Flags().Changed("max-in-flight")
 			opts, err := o.clientOpts()
 			if err != nil {
 				return err
@@ -65,6 +72,12 @@ func newBenchProduceCmd() *cobra.Command {
 	fs.DurationVar(&o.reportInterval, "report-interval", 5*time.Second, "time between progress lines")
 	fs.BoolVar(&o.idempotent, "idempotent", true,
 		"idempotent producer, as clients default to (needs --acks all; off by itself with other acks unless given)")
+	// Java's producer, which kafka-producer-perf-test runs, keeps up to 5
+	// requests in flight per connection with or without idempotence;
+	// franz-go's default without it is 1, which would time the client and
+	// the broker in turn instead of together.
+	fs.IntVar(&o.maxInFlight, "max-in-flight", idempotentInFlight,
+		"Produce requests in flight per broker, as Kafka's max.in.flight.requests.per.connection (idempotent: at most 5)")
 	return cmd
 }
 
@@ -102,10 +115,30 @@ func (o *benchProduceOptions) clientOpts() ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := o.checkInFlight(idempotent); err != nil {
+		return nil, err
+	}
 	opts := producerOpts(&o.client, acks, codec, kgoStickyKey(), idempotent, o.linger, o.batchSize)
+	if !idempotent {
+		opts = append(opts, kgo.MaxProduceRequestsInflightPerBroker(o.maxInFlight))
+	}
 	// Bound buffered bytes as well as records: with large --record-size the
 	// default of 10000 buffered records could be gigabytes.
 	return append(opts, kgo.MaxBufferedBytes(64*mib)), nil
+}
+
+// checkInFlight refuses an in-flight bound the producer would not keep:
+// franz-go's idempotent producer always keeps up to 5, so any other value
+// given with it would be silently ignored.
+func (o *benchProduceOptions) checkInFlight(idempotent bool) error {
+	if o.maxInFlight < 1 {
+		return fmt.Errorf("--max-in-flight %d: must be at least 1", o.maxInFlight)
+	}
+	if idempotent && o.maxInFlightSet && o.maxInFlight != idempotentInFlight {
+		return fmt.Errorf("--max-in-flight %d: the idempotent producer keeps %d in flight; add --idempotent=false to change it",
+			o.maxInFlight, idempotentInFlight)
+	}
+	return nil
 }
 
 // kgoStickyKey is the default partitioner; bench records are keyless, so

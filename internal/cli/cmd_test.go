@@ -82,6 +82,9 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"bench", "produce", "--num-records", "10", nowhere}, "--topic"},
 		{[]string{"bench", "produce", "--topic", "t", nowhere}, "--num-records"},
 		{[]string{"bench", "produce", "--topic", "t", "--num-records", "1", "--acks", "x", nowhere}, "--acks"},
+		{[]string{"bench", "produce", "--topic", "t", "--num-records", "1", "--acks", "1", "--max-in-flight", "0", nowhere}, "--max-in-flight"},
+		{[]string{"bench", "produce", "--topic", "t", "--num-records", "1", "--max-in-flight", "1", nowhere}, "--max-in-flight"},
+		{[]string{"bench", "produce", "--topic", "t", "--num-records", "1", "--max-in-flight", "6", nowhere}, "--max-in-flight"},
 		{[]string{"bench", "consume", "--topic", "t", nowhere}, "--num-records"},
 		{[]string{"bench", "consume", "--topic", "t", "--num-records", "1", "--timeout", "0s", nowhere}, "--timeout"},
 	} {

@@ -13,8 +13,9 @@ import (
 
 // producerOpts are the client settings of every Kafka produce run, the
 // same for weir and kfake: franz-go's defaults (10 ms linger, batches up
-// to 1 MB, one request in flight per broker when idempotent) with
-// compression off and the buffer bounded by bytes rather than by records.
+// to 1 MB; per broker one request in flight at acks=1, which is not
+// idempotent, and five at acks=-1) with compression off and the buffer
+// bounded by bytes rather than by records.
 func producerOpts(seeds []string, topic string, acks int) []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
