@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/weir-project/weir/bench/internal/hostmem"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -39,6 +40,8 @@ func run() error {
 	out := flag.String("out", "../docs", "directory of benchmarks.md (charts go to its benchmarks/)")
 	weirSrc := flag.String("weir-src", "..", "weir checkout to build")
 	tmp := flag.String("tmp", os.TempDir(), "where the brokers' temp data dirs go")
+	warm := flag.String("warm", "auto", "touch and free 3x a run's byte cap before each produce run: "+
+		"auto (when a virtio-balloon reports free pages to the host), on or off")
 	render := flag.String("render", "", "only render the page again from this saved run (benchmarks/run.json)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -63,6 +66,17 @@ func run() error {
 			return fmt.Errorf("-cases: %w", err)
 		}
 		cfg.Cases = re
+	}
+	switch *warm {
+	case "on":
+		cfg.Warm = 3 * cfg.MaxBytes
+	case "auto":
+		if hostmem.Reporting() {
+			cfg.Warm = 3 * cfg.MaxBytes
+		}
+	case "off":
+	default:
+		return fmt.Errorf("-warm %q: want auto, on or off", *warm)
 	}
 	cfg.Log = log
 	cfg.Command = "make bench" + commandFlags()

@@ -26,6 +26,7 @@ type Machine struct {
 	Kernel, Go, Date   string
 	LoadStart, LoadEnd string // `uptime` load averages
 	Disk               string // filesystem of the temp dir
+	FreePageReporting  bool   // a virtio-balloon device hands freed memory to the host
 	Versions           map[string]string
 }
 
@@ -35,6 +36,7 @@ type Settings struct {
 	Rounds   int
 	Duration time.Duration // each produce run
 	MaxBytes int64         // cap of each produce run
+	Warm     int64         // memory touched and freed before each produce run
 	Command  string
 }
 

@@ -28,8 +28,8 @@ func sampleRun() *Run {
 		Limits: []Series{{Name: LimitLoopback, MBps: []float64{2000}}},
 	}
 	return &Run{
-		Machine:  Machine{CPU: "Test CPU", Cores: 2, Kernel: "6.0", Go: "go1.26", Date: "2026-01-01 00:00 UTC", LoadStart: "1.0", LoadEnd: "2.0"},
-		Settings: Settings{Rounds: 3, Duration: 3 * time.Second, MaxBytes: 1 << 30, Command: "make bench"},
+		Machine:  Machine{CPU: "Test CPU", Cores: 2, Kernel: "6.0", Go: "go1.26", Date: "2026-01-01 00:00 UTC", LoadStart: "1.0", LoadEnd: "2.0", FreePageReporting: true},
+		Settings: Settings{Rounds: 3, Duration: 3 * time.Second, MaxBytes: 1 << 30, Warm: 3 << 30, Command: "make bench"},
 		Cases:    []Case{prod, cons},
 		Latency: []Latency{{Peer: "weir", RecordSize: 1024, Rate: 1000, PeakMBps: 2,
 			Rounds: []LatencyRound{{N: 10, P50: time.Millisecond, P99: 3 * time.Millisecond, P999: 9 * time.Millisecond, Received: 950,
@@ -79,6 +79,8 @@ func TestRender(t *testing.T) {
 	for _, want := range []string{
 		"| CPU | Test CPU, 2 cores |",
 		"| Load average at start / end | 1.0 / 2.0 |",
+		"| Free page reporting (virtio-balloon) | on |",
+		"| Before each produce run | 3072 MiB of memory touched and freed |",
 		"| Case | weir MB/s | kfake MB/s | JetStream MB/s | weir / kfake | weir / JetStream | loopback TCP MB/s | weir / loopback TCP |",
 		"| 1 KiB · 8 part · 1 prod · acks=1 | 600 (500–700) | 400 (350–500) | 100 | 1.50x (1.00–2.00) | 6.50x (6.00–7.00) | 1000 | 0.60x (0.50–0.70) |",
 		"| 1 KiB · 8 part · 1 prod · acks=1 | 1.00 | 2.00 | 5.00 | 0.50x | 0.20x | 1024 |",

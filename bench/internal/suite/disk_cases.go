@@ -35,7 +35,7 @@ func (s *Suite) sustained(ctx context.Context) error {
 	if err := createTopic(ctx, b, topic, parts, 1, nil); err != nil {
 		return err
 	}
-	res, _, err := produce(ctx, b, topic, load.Workload{RecordSize: size, Partitions: parts, Producers: 1, Acks: 1,
+	res, _, err := s.produce(ctx, b, topic, load.Workload{RecordSize: size, Partitions: parts, Producers: 1, Acks: 1,
 		Duration: s.cfg.Sustained, Sample: time.Second})
 	if err != nil {
 		return fmt.Errorf("sustained produce: %w", err)
@@ -225,7 +225,7 @@ func (s *Suite) recoveryRound(ctx context.Context) (report.RecoveryRound, int64,
 	if err := createTopic(ctx, b, topic, parts, 1, nil); err != nil {
 		return report.RecoveryRound{}, 0, err
 	}
-	res, warm, err := produce(ctx, b, topic, load.Workload{RecordSize: size, Partitions: parts, Producers: 1, Acks: 1,
+	res, warm, err := s.produce(ctx, b, topic, load.Workload{RecordSize: size, Partitions: parts, Producers: 1, Acks: 1,
 		Duration: 10 * time.Minute, MaxBytes: s.cfg.Recovery})
 	if err != nil {
 		return report.RecoveryRound{}, 0, err

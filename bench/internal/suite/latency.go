@@ -174,7 +174,7 @@ func (s *Suite) measurePeak(ctx context.Context, b *peer.Broker, size int) (floa
 		return 0, err
 	}
 	defer func() { _ = deleteTopic(ctx, b, topic, 1) }()
-	res, _, err := produce(ctx, b, topic, load.Workload{RecordSize: size, Partitions: 1, Producers: 1, Acks: 1,
+	res, _, err := s.produce(ctx, b, topic, load.Workload{RecordSize: size, Partitions: 1, Producers: 1, Acks: 1,
 		Duration: s.cfg.Duration, MaxBytes: s.cfg.MaxBytes})
 	if err != nil {
 		return 0, fmt.Errorf("peak: %w", err)

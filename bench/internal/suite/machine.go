@@ -2,6 +2,7 @@ package suite
 
 import (
 	"bufio"
+	"github.com/weir-project/weir/bench/internal/hostmem"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,14 +17,15 @@ import (
 // the checkout weir is built from, benchDir this module.
 func Machine(weirSrc, benchDir, tmp string) report.Machine {
 	m := report.Machine{
-		CPU:       cpuModel(),
-		Cores:     runtime.NumCPU(),
-		Kernel:    strings.TrimSpace(readFile("/proc/sys/kernel/osrelease")),
-		Go:        strings.TrimPrefix(strings.TrimSpace(output("go", "version")), "go version "),
-		Date:      time.Now().UTC().Format("2006-01-02 15:04 MST"),
-		LoadStart: Load(),
-		Disk:      diskOf(tmp),
-		Versions:  map[string]string{},
+		CPU:               cpuModel(),
+		Cores:             runtime.NumCPU(),
+		Kernel:            strings.TrimSpace(readFile("/proc/sys/kernel/osrelease")),
+		Go:                strings.TrimPrefix(strings.TrimSpace(output("go", "version")), "go version "),
+		Date:              time.Now().UTC().Format("2006-01-02 15:04 MST"),
+		LoadStart:         Load(),
+		Disk:              diskOf(tmp),
+		FreePageReporting: hostmem.Reporting(),
+		Versions:          map[string]string{},
 	}
 	if mem, err := meminfo("MemTotal"); err == nil {
 		m.MemGiB = float64(mem) / (1 << 30)

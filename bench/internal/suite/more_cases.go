@@ -123,7 +123,7 @@ func (s *Suite) clusterRound(ctx context.Context, c *report.Case, b *peer.Broker
 		addRound(se, load.Result{}, false)
 		return
 	}
-	res, _, err := produce(ctx, b, topic, w)
+	res, _, err := s.produce(ctx, b, topic, w)
 	if err != nil {
 		s.note("%s on %s: %v", c.ID, b.Name, err)
 	}

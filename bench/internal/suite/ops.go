@@ -3,6 +3,7 @@ package suite
 import (
 	"context"
 	"fmt"
+	"github.com/weir-project/weir/bench/internal/hostmem"
 	"time"
 
 	"github.com/weir-project/weir/bench/internal/load"
@@ -46,8 +47,11 @@ func deleteTopic(ctx context.Context, b *peer.Broker, topic string, partitions i
 }
 
 // produce runs w on b's topic; warm is how many uncounted warm-up records
-// are in the topic too.
-func produce(ctx context.Context, b *peer.Broker, topic string, w load.Workload) (load.Result, int64, error) {
+// are in the topic too. The memory warm-up, when set, comes first.
+func (s *Suite) produce(ctx context.Context, b *peer.Broker, topic string, w load.Workload) (load.Result, int64, error) {
+	if err := hostmem.Warm(int(s.cfg.Warm)); err != nil {
+		s.note("%s: %v", b.Name, err)
+	}
 	if isNATS(b) {
 		res, err := load.ProduceJetStream(ctx, b.Addrs[0], topic, w, b.CPU)
 		return res, 0, err

@@ -120,7 +120,7 @@ func (s *Suite) produceRound(ctx context.Context, b *peer.Broker, w load.Workloa
 			fail("delete topic", err)
 		}
 	}()
-	res, warm, err := produce(ctx, b, topic, w)
+	res, warm, err := s.produce(ctx, b, topic, w)
 	if err != nil {
 		fail("produce", err)
 	}
@@ -182,7 +182,7 @@ func (s *Suite) clientLimitRound(ctx context.Context, sink *peer.Broker, w load.
 	err := createTopic(ctx, sink, topic, w.Partitions, 1, nil)
 	var res load.Result
 	if err == nil {
-		res, _, err = produce(ctx, sink, topic, w)
+		res, _, err = s.produce(ctx, sink, topic, w)
 	}
 	if err != nil {
 		s.note("%s client limit: %v", cc.prod.ID, err)

@@ -22,6 +22,7 @@ type Config struct {
 	Rounds         int
 	Duration       time.Duration // each produce run
 	MaxBytes       int64         // cap of each produce run
+	Warm           int64         // memory to touch and free before each produce run (see hostmem)
 	Cases          *regexp.Regexp
 	Tmp            string // parent of every data dir
 	Latency        time.Duration
@@ -67,7 +68,7 @@ func New(cfg Config, bins peer.Binaries, machine report.Machine) *Suite {
 	return &Suite{cfg: cfg, bins: bins, log: cfg.Log, run: &report.Run{
 		Machine: machine,
 		Settings: report.Settings{Quick: cfg.Quick, Rounds: cfg.Rounds, Duration: cfg.Duration,
-			MaxBytes: cfg.MaxBytes, Command: cfg.Command},
+			MaxBytes: cfg.MaxBytes, Warm: cfg.Warm, Command: cfg.Command},
 	}}
 }
 
