@@ -120,8 +120,9 @@ func renderMethod(p printer, r *Run) {
 	p("- Every broker is its own process on loopback with its own temp dir, started by the suite and stopped by PID: " +
 		"weir built from this checkout (no -race), franz-go's in-memory `kfake` (`bench/cmd/kfake`), and `nats-server` " +
 		"with JetStream on file storage, built from its Go module.")
-	p("- Clients: franz-go for weir and kfake with the same settings (franz-go defaults: 10 ms linger, batches up to 1 MB; " +
-		"compression off; 64 MiB buffered per producer); nats.go for JetStream. Values are random bytes, no keys.")
+	p("- Clients: franz-go for weir and kfake with the same settings (franz-go defaults: 10 ms linger, batches up to 1 MB, " +
+		"one Produce in flight per broker at acks=1 and five at acks=-1, which is idempotent; compression off; " +
+		"64 MiB buffered per producer); nats.go for JetStream. Values are random bytes, no keys.")
 	p("- Produce runs for %v or %s MiB, whichever first, as fast as the producers go; throughput is acknowledged value bytes "+
 		"over the time from the first send to the last acknowledgement (MB = 10^6 bytes). Consume reads back what the "+
 		"acks=1 single-producer run wrote.", r.Settings.Duration, num(float64(r.Settings.MaxBytes)/(1<<20)))
