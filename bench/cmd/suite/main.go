@@ -9,7 +9,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/weir-project/weir/bench/internal/hostmem"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -19,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weir-project/weir/bench/internal/hostmem"
 	"github.com/weir-project/weir/bench/internal/peer"
 	"github.com/weir-project/weir/bench/internal/report"
 	"github.com/weir-project/weir/bench/internal/suite"

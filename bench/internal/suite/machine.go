@@ -2,7 +2,6 @@ package suite
 
 import (
 	"bufio"
-	"github.com/weir-project/weir/bench/internal/hostmem"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weir-project/weir/bench/internal/hostmem"
 	"github.com/weir-project/weir/bench/internal/report"
 )
 

@@ -3,9 +3,9 @@ package suite
 import (
 	"context"
 	"fmt"
-	"github.com/weir-project/weir/bench/internal/hostmem"
 	"time"
 
+	"github.com/weir-project/weir/bench/internal/hostmem"
 	"github.com/weir-project/weir/bench/internal/load"
 	"github.com/weir-project/weir/bench/internal/peer"
 )
