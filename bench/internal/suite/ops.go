@@ -47,10 +47,17 @@ func deleteTopic(ctx context.Context, b *peer.Broker, topic string, partitions i
 }
 
 // produce runs w on b's topic; warm is how many uncounted warm-up records
-// are in the topic too. The memory warm-up, when set, comes first.
+// are in the topic too. The memory warm-up, when set, comes first, never
+// more than a quarter of the memory available, so it cannot push the
+// brokers' page cache or heaps out.
 func (s *Suite) produce(ctx context.Context, b *peer.Broker, topic string, w load.Workload) (load.Result, int64, error) {
-	if err := hostmem.Warm(int(s.cfg.Warm)); err != nil {
-		s.note("%s: %v", b.Name, err)
+	if n := s.cfg.Warm; n > 0 {
+		if avail, err := meminfo("MemAvailable"); err == nil {
+			n = min(n, avail/4)
+		}
+		if err := hostmem.Warm(int(n)); err != nil {
+			s.note("%s: %v", b.Name, err)
+		}
 	}
 	if isNATS(b) {
 		res, err := load.ProduceJetStream(ctx, b.Addrs[0], topic, w, b.CPU)
