@@ -77,7 +77,7 @@ func newBenchProduceCmd() *cobra.Command {
 	// franz-go's default without it is 1, which would time the client and
 	// the broker in turn instead of together.
 	fs.IntVar(&o.maxInFlight, "max-in-flight", idempotentInFlight,
-		"Produce requests in flight per broker, as Kafka's max.in.flight.requests.per.connection (idempotent: at most 5)")
+		"Produce requests in flight per broker, as Kafka's max.in.flight.requests.per.connection (the idempotent producer always keeps 5)")
 	return cmd
 }
 
