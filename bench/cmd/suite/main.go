@@ -18,7 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/weir-project/weir/bench/internal/hostmem"
 	"github.com/weir-project/weir/bench/internal/peer"
 	"github.com/weir-project/weir/bench/internal/report"
 	"github.com/weir-project/weir/bench/internal/suite"
@@ -67,15 +66,7 @@ func run() error {
 		}
 		cfg.Cases = re
 	}
-	switch *warm {
-	case "on":
-		cfg.Warm = 3 * cfg.MaxBytes
-	case "auto":
-		if hostmem.Reporting() {
-			cfg.Warm = 3 * cfg.MaxBytes
-		}
-	case "off":
-	default:
+	if *warm != "auto" && *warm != "on" && *warm != "off" {
 		return fmt.Errorf("-warm %q: want auto, on or off", *warm)
 	}
 	cfg.Log = log
@@ -98,6 +89,9 @@ func run() error {
 		return err
 	}
 	machine := suite.Machine(src, here, work)
+	if *warm == "on" || *warm == "auto" && machine.FreePageReporting {
+		cfg.Warm = 3 * cfg.MaxBytes
+	}
 	log.Info("building peers", "weir", src)
 	bins, err := peer.Build(ctx, src, here, filepath.Join(work, "bin"))
 	if err != nil {
