@@ -72,6 +72,14 @@ func (p *frameBufs) idle(n int) *frameBuf {
 // new. Its contents are whatever was there: callers overwrite what they
 // use.
 func (p *frameBufs) get(n, size int) *frameBuf {
+	// A frame smaller than the smallest class gets a buffer of its own
+	// size: most such frames are Fetches, Heartbeats and metadata, whose
+	// buffers never come back (see above), and a smallest-class buffer
+	// for each was 16 KiB of garbage per request: a consumer's fetches
+	// alone made the broker collect many times a second.
+	if size < minChunk {
+		return &frameBuf{b: make([]byte, size)}
+	}
 	if fb := p.idle(size); fb != nil {
 		return fb
 	}

@@ -55,6 +55,23 @@ func TestFrameBufsReuse(t *testing.T) {
 	}
 }
 
+// A frame smaller than the smallest class (a Fetch, a heartbeat) gets a
+// buffer of its own size and leaves the pool alone: such frames are not
+// recycled, so a pooled or class-sized buffer would be 16 KiB of garbage
+// per request.
+func TestSmallFrameGetsItsOwnSize(t *testing.T) {
+	var p frameBufs
+	pooled := &frameBuf{b: make([]byte, minChunk)}
+	p.put(pooled)
+	fb := p.get(100, 100)
+	if cap(fb.b) != 100 {
+		t.Fatalf("a 100-byte frame got a %d-byte buffer", cap(fb.b))
+	}
+	if allocs := testing.AllocsPerRun(100, func() { p.get(100, 100) }); allocs > 2 {
+		t.Fatalf("%v allocations for a small frame's buffer", allocs)
+	}
+}
+
 // Frames read one after another through recycled buffers carry exactly
 // their own bytes: a reused buffer's old contents never show through.
 func TestRecycledFramesKeepTheirBytes(t *testing.T) {
