@@ -15,7 +15,8 @@ import (
 func LatencyKafka(ctx context.Context, seeds []string, topic string, run LatencyRun) (LatencyResult, error) {
 	var none LatencyResult
 	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.WithPools(&fetchedRecords{}))
 	if err != nil {
 		return none, fmt.Errorf("latency consumer: %w", err)
 	}
@@ -41,7 +42,10 @@ func LatencyKafka(ctx context.Context, seeds []string, topic string, run Latency
 				return
 			}
 			now := time.Now()
-			fs.EachRecord(func(r *kgo.Record) { s.add(r.Value, now) })
+			fs.EachRecord(func(r *kgo.Record) {
+				s.add(r.Value, now)
+				r.Recycle()
+			})
 		}
 		done <- nil
 	}()
@@ -52,10 +56,13 @@ func LatencyKafka(ctx context.Context, seeds []string, topic string, run Latency
 	start := time.Now()
 	var errMu sync.Mutex
 	var produceErr error
+	recs := newRecordPool(run.Size)
 	sent := pace(ctx, run.Rate, run.Duration, func(now time.Time) {
-		v := append([]byte(nil), vals.next()...)
-		stamp(v, now)
-		prod.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
+		r := recs.get()
+		copy(r.Value, vals.next())
+		stamp(r.Value, now)
+		prod.Produce(ctx, r, func(r *kgo.Record, err error) {
+			recs.put(r)
 			errMu.Lock()
 			defer errMu.Unlock()
 			if err != nil && produceErr == nil {
