@@ -12,6 +12,9 @@ import (
 // zeroed by the runtime, then the copies, then the GC). frameBufs keeps
 // them for reuse instead.
 //
+// A frame smaller than minChunk gets a buffer of exactly its size, never
+// a pooled one: most such frames are not Produce and never come back.
+//
 // Buffers come in power-of-two classes from minChunk up, so that a
 // buffer put back serves any later frame of its class. A frame takes an
 // idle buffer large enough for all of it if there is one, and then never
@@ -72,11 +75,9 @@ func (p *frameBufs) idle(n int) *frameBuf {
 // new. Its contents are whatever was there: callers overwrite what they
 // use.
 func (p *frameBufs) get(n, size int) *frameBuf {
-	// A frame smaller than the smallest class gets a buffer of its own
-	// size: most such frames are Fetches, Heartbeats and metadata, whose
-	// buffers never come back (see above), and a smallest-class buffer
-	// for each was 16 KiB of garbage per request: a consumer's fetches
-	// alone made the broker collect many times a second.
+	// A smallest-class buffer for each small frame was 16 KiB of garbage
+	// per Fetch or heartbeat: a consumer's fetches alone made the broker
+	// collect many times a second.
 	if size < minChunk {
 		return &frameBuf{b: make([]byte, size)}
 	}

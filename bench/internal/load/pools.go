@@ -9,9 +9,9 @@ import (
 // The latency client reuses its memory. At half of a broker's peak it
 // moves 200 MB/s through one process; allocating a record and value per
 // send and a record slice per fetched batch made it collect garbage 30
-// times a second, and those collections (their stop-the-world phases wait
-// for the broker's threads on a shared 2-core machine) set the latency
-// tail of every broker alike. The tail measured should be the broker's.
+// times a second, CPU taken from the cores the broker shares with it.
+// Pooling halves the client's allocation; what is left is mostly
+// franz-go's fetch-response buffers, which it does not let us pool.
 
 // recordPool hands out producer records with a value of one size. A
 // record goes back once its promise has run: the client no longer holds
