@@ -100,3 +100,36 @@ func Evict(dir string) error {
 		return nil
 	})
 }
+
+// PacedAppend appends to a new file in dir at bytesPerSec, in writes of
+// chunk bytes, for d, and returns how long each write took: the page
+// cache's own latency at a broker's rate, with no network and no protocol.
+// A produce round trip includes one such write, so its tail bounds what
+// any broker that writes to the page cache can promise here.
+func PacedAppend(dir string, bytesPerSec float64, chunk int, d time.Duration) ([]time.Duration, error) {
+	if bytesPerSec <= 0 || chunk <= 0 {
+		return nil, fmt.Errorf("paced append: rate %v and chunk %d must be positive", bytesPerSec, chunk)
+	}
+	f, err := os.CreateTemp(dir, "paced-append-")
+	if err != nil {
+		return nil, fmt.Errorf("paced append limit: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	src := pattern(chunk)
+	every := time.Duration(float64(chunk) / bytesPerSec * float64(time.Second))
+	var out []time.Duration
+	start := time.Now()
+	for i := 0; ; i++ {
+		due := start.Add(time.Duration(i) * every)
+		if due.Sub(start) >= d {
+			return out, nil
+		}
+		time.Sleep(time.Until(due))
+		t := time.Now()
+		if _, err := f.Write(src); err != nil {
+			return nil, fmt.Errorf("append to %s: %w", f.Name(), err)
+		}
+		out = append(out, time.Since(t))
+	}
+}

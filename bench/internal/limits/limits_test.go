@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // The limits are measurements, but each must move exactly the bytes it
@@ -24,6 +25,10 @@ func TestLimitsMoveTheirBytes(t *testing.T) {
 		if r, err := Sendfile(dir, 4<<20, 300<<10, cold); err != nil || r.Bytes != 4<<20 {
 			t.Errorf("sendfile cold=%v %+v %v", cold, r, err)
 		}
+	}
+	// 64 KiB writes at 65.5 MB/s: one per millisecond, 100 in 100 ms.
+	if ds, err := PacedAppend(dir, 64<<10*1000, 64<<10, 100*time.Millisecond); err != nil || len(ds) != 100 {
+		t.Errorf("paced append: %d writes, %v", len(ds), err)
 	}
 	left, _ := filepath.Glob(filepath.Join(dir, "*"))
 	if len(left) != 0 {

@@ -122,7 +122,7 @@ func ProduceJetStream(ctx context.Context, addr, topic string, w Workload, cpu C
 		budget = w.MaxBytes / int64(w.Producers)
 	}
 	var sentRecords atomic.Int64
-	cpu0, err := cpu()
+	m, err := startMeter(cpu)
 	if err != nil {
 		return Result{}, err
 	}
@@ -157,7 +157,7 @@ func ProduceJetStream(ctx context.Context, addr, topic string, w Workload, cpu C
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu1, err := cpu()
+	bcpu, ccpu, err := m.stop()
 	if err != nil {
 		return Result{}, err
 	}
@@ -165,7 +165,7 @@ func ProduceJetStream(ctx context.Context, addr, topic string, w Workload, cpu C
 		return Result{}, fmt.Errorf("publish to %s: %d failed, first: %w", topic, failed.Load(), firstErr)
 	}
 	n := sentRecords.Load()
-	return Result{Records: n, Bytes: n * int64(w.RecordSize), Elapsed: elapsed, CPU: cpu1 - cpu0}, nil
+	return Result{Records: n, Bytes: n * int64(w.RecordSize), Elapsed: elapsed, CPU: bcpu, ClientCPU: ccpu}, nil
 }
 
 // ConsumeJetStream reads every stream of topic from its start with an
@@ -179,7 +179,7 @@ func ConsumeJetStream(ctx context.Context, addr, topic string, partitions int, c
 	var records, bytes atomic.Int64
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	cpu0, err := cpu()
+	m, err := startMeter(cpu)
 	if err != nil {
 		return Result{}, err
 	}
@@ -194,11 +194,11 @@ func ConsumeJetStream(ctx context.Context, addr, topic string, partitions int, c
 			return Result{}, err
 		}
 	}
-	cpu1, err := cpu()
+	bcpu, ccpu, err := m.stop()
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Records: records.Load(), Bytes: bytes.Load(), Elapsed: time.Unix(0, lastNs.Load()).Sub(start), CPU: cpu1 - cpu0}, nil
+	return Result{Records: records.Load(), Bytes: bytes.Load(), Elapsed: time.Unix(0, lastNs.Load()).Sub(start), CPU: bcpu, ClientCPU: ccpu}, nil
 }
 
 // readStream reads every message stream holds now.

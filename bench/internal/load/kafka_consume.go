@@ -24,7 +24,7 @@ func ConsumeKafka(ctx context.Context, seeds []string, topic string, want int64,
 	}
 	defer cl.Close()
 	var res Result
-	cpu0, err := cpu()
+	m, err := startMeter(cpu)
 	if err != nil {
 		return Result{}, err
 	}
@@ -50,11 +50,9 @@ func ConsumeKafka(ctx context.Context, seeds []string, topic string, want int64,
 		}
 	}
 	res.Elapsed = last.Sub(start)
-	cpu1, err := cpu()
-	if err != nil {
+	if res.CPU, res.ClientCPU, err = m.stop(); err != nil {
 		return Result{}, err
 	}
-	res.CPU = cpu1 - cpu0
 	return res, nil
 }
 

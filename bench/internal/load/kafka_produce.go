@@ -92,7 +92,7 @@ func ProduceKafka(ctx context.Context, seeds []string, topic string, w Workload,
 	if w.MaxBytes > 0 {
 		budget = w.MaxBytes / int64(w.Producers)
 	}
-	cpu0, err := cpu()
+	m, err := startMeter(cpu)
 	if err != nil {
 		return Result{}, 0, err
 	}
@@ -120,14 +120,14 @@ func ProduceKafka(ctx context.Context, seeds []string, topic string, w Workload,
 	wg.Wait()
 	elapsed := time.Since(start)
 	stopSampling()
-	cpu1, err := cpu()
+	bcpu, ccpu, err := m.stop()
 	if err != nil {
 		return Result{}, 0, err
 	}
 	if firstErr != nil {
 		return Result{}, 0, fmt.Errorf("produce to %s: %w", topic, firstErr)
 	}
-	res.Records, res.Bytes, res.Elapsed, res.CPU = acked.Load(), ackedBytes.Load(), elapsed, cpu1-cpu0
+	res.Records, res.Bytes, res.Elapsed, res.CPU, res.ClientCPU = acked.Load(), ackedBytes.Load(), elapsed, bcpu, ccpu
 	res.BatchBytes = hook.mean()
 	return res, int64(w.Producers), nil
 }

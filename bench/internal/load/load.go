@@ -8,6 +8,7 @@ package load
 import (
 	"math/rand/v2"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -25,11 +26,47 @@ type Workload struct {
 // CPUFunc reads the broker's CPU time so far (utime+stime).
 type CPUFunc func() (time.Duration, error)
 
+// meter reads the broker's CPU and this process's, which is the
+// clients': the suite runs one load at a time and does nothing else
+// meanwhile.
+type meter struct {
+	cpu            CPUFunc
+	broker0, self0 time.Duration
+}
+
+func startMeter(cpu CPUFunc) (*meter, error) {
+	b, err := cpu()
+	if err != nil {
+		return nil, err
+	}
+	return &meter{cpu: cpu, broker0: b, self0: selfCPU()}, nil
+}
+
+// stop returns the broker's and the clients' CPU since startMeter.
+func (m *meter) stop() (broker, client time.Duration, err error) {
+	self := selfCPU()
+	b, err := m.cpu()
+	if err != nil {
+		return 0, 0, err
+	}
+	return b - m.broker0, self - m.self0, nil
+}
+
+// selfCPU is this process's user+system CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0 // Linux fills RUSAGE_SELF always; 0 reads as not measured
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // Result is one measured run.
 type Result struct {
 	Records, Bytes int64         // acknowledged (produce) or received (consume) value bytes
 	Elapsed        time.Duration // first send to last acknowledgement, or first poll to last record
 	CPU            time.Duration // broker CPU over Elapsed
+	ClientCPU      time.Duration // this process's (the clients') CPU over Elapsed
 	BatchBytes     float64       // mean produce batch (records' bytes) the client sent, Kafka only
 	Timeline       []float64     // MB/s acknowledged in each Workload.Sample interval
 }

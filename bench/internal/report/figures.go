@@ -111,3 +111,23 @@ func durSummary(ds []time.Duration) stats.Summary {
 	}
 	return stats.Summarize(xs)
 }
+
+// ClientBound is, round by round, the most any broker could move with
+// these clients on this machine: every core running the clients alone, at
+// the clients' CPU per GB measured in se's rounds. It assumes the clients
+// scale to every core and the broker costs nothing, so no broker can
+// exceed it; a target above it is out of reach with this client here.
+func ClientBound(se *Series, cores int) *Series {
+	if se == nil || cores <= 0 || len(se.ClientCPUPerGB) == 0 {
+		return nil
+	}
+	out := &Series{Name: "client bound"}
+	for _, x := range se.ClientCPUPerGB {
+		if !(x > 0) {
+			out.MBps = append(out.MBps, math.NaN())
+			continue
+		}
+		out.MBps = append(out.MBps, float64(cores)*1e3/x)
+	}
+	return out
+}

@@ -15,6 +15,8 @@ type seriesJSON struct {
 	MBps     []*float64 `json:",omitempty"`
 	CPUPerGB []*float64 `json:",omitempty"`
 	Batch    []*float64 `json:",omitempty"`
+
+	ClientCPUPerGB []*float64 `json:",omitempty"`
 }
 
 func toNullable(xs []float64) []*float64 {
@@ -44,7 +46,8 @@ func fromNullable(xs []*float64) []float64 {
 
 // MarshalJSON writes NaN figures as null.
 func (s Series) MarshalJSON() ([]byte, error) {
-	return json.Marshal(seriesJSON{Name: s.Name, MBps: toNullable(s.MBps), CPUPerGB: toNullable(s.CPUPerGB), Batch: toNullable(s.Batch)})
+	return json.Marshal(seriesJSON{Name: s.Name, MBps: toNullable(s.MBps), CPUPerGB: toNullable(s.CPUPerGB), Batch: toNullable(s.Batch),
+		ClientCPUPerGB: toNullable(s.ClientCPUPerGB)})
 }
 
 // UnmarshalJSON reads null figures as NaN.
@@ -53,7 +56,8 @@ func (s *Series) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	*s = Series{Name: j.Name, MBps: fromNullable(j.MBps), CPUPerGB: fromNullable(j.CPUPerGB), Batch: fromNullable(j.Batch)}
+	*s = Series{Name: j.Name, MBps: fromNullable(j.MBps), CPUPerGB: fromNullable(j.CPUPerGB), Batch: fromNullable(j.Batch),
+		ClientCPUPerGB: fromNullable(j.ClientCPUPerGB)}
 	return nil
 }
 

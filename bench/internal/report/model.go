@@ -11,11 +11,14 @@ type Run struct {
 	Settings Settings
 	Cases    []Case // throughput cases, in the order they ran
 	Latency  []Latency
-	Sustain  *Sustained
-	Startup  *Startup
-	Recovery *Recovery
-	Notes    []string // what failed during the run, printed as is
-	Took     time.Duration
+	// WriteLatency is the page cache's own latency at weir's end-to-end
+	// latency rate (nil when not measured).
+	WriteLatency *WriteLatency
+	Sustain      *Sustained
+	Startup      *Startup
+	Recovery     *Recovery
+	Notes        []string // what failed during the run, printed as is
+	Took         time.Duration
 }
 
 // Machine is where the run happened.
@@ -69,6 +72,9 @@ type Series struct {
 	MBps     []float64
 	CPUPerGB []float64 // broker CPU s per GB moved (brokers only)
 	Batch    []float64 // mean produce batch bytes (Kafka clients only)
+	// ClientCPUPerGB is the clients' own CPU s per GB moved (the suite
+	// process's), brokers only.
+	ClientCPUPerGB []float64
 }
 
 // Latency is end-to-end latency at a fixed rate, per broker.
@@ -93,6 +99,14 @@ type LatencyRound struct {
 	// written, and consumer Fetch handling with the long-poll wait left
 	// out (LocalTime).
 	BrokerProduceP99, BrokerFetchP99 time.Duration
+}
+
+// WriteLatency is a paced file append's write times, one entry per round.
+type WriteLatency struct {
+	Chunk  int     // bytes per write
+	MBps   float64 // the rate written at
+	Rounds []LatencyRound
+	Max    []time.Duration // the slowest write of each round
 }
 
 // Sustained is a long produce run sampled every second, with the disk.

@@ -130,6 +130,10 @@ func renderMethod(p printer, r *Run) {
 		"(at most 4096 in flight per connection), a consume an ordered consumer. It has one acknowledgement mode (stored), " +
 		"which on one node is what acks=1 promises, so it runs in the acks=1 cases only.")
 	p("- Each case runs its rounds with the order of the brokers rotated every round; the figures are median (min–max).")
+	p("- The clients' CPU per GB is the suite process's own (user+system, getrusage) over the same interval: it runs one " +
+		"load at a time and nothing else. The client bound is the machine's cores divided by it: what the clients would " +
+		"move if they had every core and the broker cost nothing. No broker can pass it with these clients here, so a " +
+		"target above it is out of reach on this machine whatever the broker does.")
 	p("- The wide spreads of some produce rounds (CPU per GB and MB/s together, e.g. 0.8 against 2.1 s/GB at acks=1 on " +
 		"one partition) come from the machine, a VM: its balloon driver reports freed memory to the host, which takes the " +
 		"pages back, so the next writes into fresh page-cache pages fault them in on the host, and that time shows as the " +
@@ -214,6 +218,10 @@ func renderCases(p printer, r *Run, kind, title, note string) {
 	if kind == Produce || kind == ProduceFsync {
 		head = append(head, peers[0]+" mean batch KiB")
 	}
+	clients := kind == Produce || kind == Consume
+	if clients {
+		head = append(head, "clients' CPU s/GB ("+peers[0]+")", "client bound MB/s")
+	}
 	table(p, head, func(row func(...string)) {
 		for _, c := range cases {
 			cells := []string{c.Label()}
@@ -236,6 +244,13 @@ func renderCases(p printer, r *Run, kind, title, note string) {
 					b = num(s.Median / 1024)
 				}
 				cells = append(cells, b)
+			}
+			if clients {
+				cells = append(cells, "—", "—")
+				if first != nil && len(first.ClientCPUPerGB) > 0 {
+					cells[len(cells)-2] = spread(stats.Summarize(first.ClientCPUPerGB))
+					cells[len(cells)-1] = seriesMBps(ClientBound(first, r.Machine.Cores))
+				}
 			}
 			row(cells...)
 		}

@@ -59,6 +59,28 @@ func renderLatency(p printer, r *Run) {
 		}
 	})
 	p("")
+	renderWriteLatency(p, r.WriteLatency)
+}
+
+// renderWriteLatency shows the page cache's own latency at weir's rate.
+func renderWriteLatency(p printer, wl *WriteLatency) {
+	if wl == nil || len(wl.Rounds) == 0 {
+		return
+	}
+	p("Limit: a file appended to at weir's e2e rate (%s MB/s) in writes of %d KiB, one round before each latency round, "+
+		"with no broker or client busy. One acks=1 produce round trip includes one such write into the page cache, "+
+		"and with one Produce in flight every record sent meanwhile waits for it, so the write's own tail is a floor "+
+		"under any broker's p99 here.", num(wl.MBps), wl.Chunk>>10)
+	p("")
+	var p50, p99, p999 []time.Duration
+	for _, rd := range wl.Rounds {
+		p50, p99, p999 = append(p50, rd.P50), append(p99, rd.P99), append(p999, rd.P999)
+	}
+	table(p, []string{"Write of", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "Writes per round"}, func(row func(...string)) {
+		row(fmt.Sprintf("%d KiB", wl.Chunk>>10), spread(durSummary(p50)), spread(durSummary(p99)), spread(durSummary(p999)),
+			spread(durSummary(wl.Max)), fmt.Sprint(wl.Rounds[0].N))
+	})
+	p("")
 }
 
 func renderSustained(p printer, r *Run) {

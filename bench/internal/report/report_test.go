@@ -22,7 +22,7 @@ func sampleRun() *Run {
 	}
 	cons := Case{ID: CaseID(Consume, 1024, 8, 1, 1), Kind: Consume, RecordSize: 1024, Partitions: 8, Producers: 1, Acks: 1,
 		Peers: []Series{
-			{Name: "weir", MBps: []float64{800}, CPUPerGB: []float64{0.2}},
+			{Name: "weir", MBps: []float64{800}, CPUPerGB: []float64{0.2}, ClientCPUPerGB: []float64{2}},
 			{Name: "kfake", MBps: []float64{500}, CPUPerGB: []float64{0.5}},
 		},
 		Limits: []Series{{Name: LimitLoopback, MBps: []float64{2000}}},
@@ -36,6 +36,8 @@ func sampleRun() *Run {
 				BrokerProduceP99: 500 * time.Microsecond, BrokerFetchP99: 250 * time.Microsecond}}},
 			{Peer: "weir", RecordSize: 1024, Rate: 500, PeakMBps: 1, EndToEnd: true,
 				Rounds: []LatencyRound{{N: 10, P50: time.Millisecond, P99: 6 * time.Millisecond, P999: 9 * time.Millisecond, Received: 500}}}},
+		WriteLatency: &WriteLatency{Chunk: 256 << 10, MBps: 150, Max: []time.Duration{7 * time.Millisecond},
+			Rounds: []LatencyRound{{N: 2860, P50: time.Millisecond / 5, P99: 2 * time.Millisecond, P999: 5 * time.Millisecond}}},
 		Startup:  &Startup{Partitions: 10000, Topics: 10, Create: time.Minute, ToStarted: 4 * time.Second, ToReady: 12 * time.Second, IdleRSS: 300 << 20},
 		Recovery: &Recovery{Bytes: 1 << 30, Rounds: []RecoveryRound{{ToLogsLoaded: time.Second, ToStarted: 3 * time.Second, ToReady: 4 * time.Second}}},
 		Notes:    []string{"something failed\nacross lines"},
@@ -74,6 +76,24 @@ func TestTargets(t *testing.T) {
 	check("RF 3 acks=-1 on 3 nodes: at least 0.4x one node acks=1", "—", "not measured")
 }
 
+func TestReferences(t *testing.T) {
+	got := map[string]Target{}
+	for _, tg := range sampleRun().References() {
+		got[tg.Goal] = tg
+	}
+	for goal, want := range map[string]string{
+		"Consume as a fraction of the client bound (the cores / the consumer's own CPU per GB)":                                     "0.80x",
+		"Consume: the client bound as a multiple of kfake (the most any broker could reach)":                                        "2.00x",
+		"Consume: the client bound as a fraction of the loopback limit":                                                             "0.50x",
+		"Consume: the one-core client bound as a multiple of kfake":                                                                 "1.00x",
+		"Produce 1 KiB acks=1: the client limit as a fraction of the loopback limit (the most any broker reaches with this client)": "—",
+	} {
+		if tg := got[goal]; tg.Measured != want {
+			t.Errorf("%s: %q (%s), want %q", goal, tg.Measured, tg.Met, want)
+		}
+	}
+}
+
 func TestRender(t *testing.T) {
 	page := Render(sampleRun(), []Chart{{File: "benchmarks/produce.png", Caption: "Produce"}})
 	for _, want := range []string{
@@ -85,6 +105,8 @@ func TestRender(t *testing.T) {
 		"| 1 KiB · 8 part · 1 prod · acks=1 | 600 (500–700) | 400 (350–500) | 100 | 1.50x (1.00–2.00) | 6.50x (6.00–7.00) | 1000 | 0.60x (0.50–0.70) |",
 		"| 1 KiB · 8 part · 1 prod · acks=1 | 1.00 | 2.00 | 5.00 | 0.50x | 0.20x | 1024 |",
 		"| 1 KiB · 8 part | 800 | 500 | 1.60x | 2000 | 0.40x |",
+		"| 1 KiB · 8 part | 0.20 | 0.50 | 0.40x | 2.00 | 1000 |",
+		"| 256 KiB | 0.20 | 2.00 | 5.00 | 7.00 | 2860 |",
 		"| weir | 1000 (1.02) | 2.00 | 950 | 1.00 | 3.00 | 9.00 | 0.50 | 0.25 | 10 |",
 		"| weir | 500 (0.51) | 1.00 (e2e) | 500 | 1.00 | 6.00 | 9.00 | — | — | 10 |",
 		"- something failed across lines",

@@ -98,19 +98,39 @@ func (r *Run) Targets() []Target {
 }
 
 // References are figures beside the targets that say where a target's
-// bound lies: produce as a fraction of the client limit (what the same
-// producers reach against a broker that does nothing).
+// bound lies. The client limit is what the same clients reach against a
+// broker that does nothing (the sink): weir's throughput as a fraction of
+// it, and the limit itself as a fraction of the loopback limit, which is
+// the most any broker could reach with these clients on this machine.
 func (r *Run) References() []Target {
 	var out []Target
-	for _, acks := range []int{1, -1} {
-		id := CaseID(Produce, headSize, headPartitions, 1, acks)
-		t := ratioTarget(fmt.Sprintf("Produce 1 KiB acks=%d as a fraction of the client limit", acks),
-			r.peerOf(id, "weir"), r.peerOf(id, LimitClient), false, 0, true)
+	ref := func(goal string, a, b *Series) {
+		t := ratioTarget(goal, a, b, false, 0, true)
 		if t.Measured != "—" {
 			t.Met = "reference"
 		}
 		out = append(out, t)
 	}
+	for _, acks := range []int{1, -1} {
+		id := CaseID(Produce, headSize, headPartitions, 1, acks)
+		ref(fmt.Sprintf("Produce 1 KiB acks=%d as a fraction of the client limit", acks),
+			r.peerOf(id, "weir"), r.peerOf(id, LimitClient))
+	}
+	prod1 := CaseID(Produce, headSize, headPartitions, 1, 1)
+	ref("Produce 1 KiB acks=1: the client limit as a fraction of the loopback limit (the most any broker reaches with this client)",
+		r.peerOf(prod1, LimitClient), r.peerOf(prod1, LimitLoopback))
+	cons := CaseID(Consume, headSize, headPartitions, 1, 1)
+	bound := ClientBound(r.peerOf(cons, "weir"), r.Machine.Cores)
+	ref("Consume as a fraction of the client bound (the cores / the consumer's own CPU per GB)", r.peerOf(cons, "weir"), bound)
+	ref("Consume: the client bound as a multiple of kfake (the most any broker could reach)", bound, r.peerOf(cons, "kfake"))
+	ref("Consume: the client bound as a fraction of the loopback limit", bound, r.peerOf(cons, LimitLoopback))
+	// franz-go decodes all of one broker's fetch responses on one
+	// goroutine, so against one broker the consumer runs on about one
+	// core: the one-core bound is the closer ceiling.
+	one := ClientBound(r.peerOf(cons, "weir"), 1)
+	ref("Consume as a fraction of the one-core client bound (1 core / the consumer's CPU per GB; franz-go decodes a broker's fetches on one goroutine)",
+		r.peerOf(cons, "weir"), one)
+	ref("Consume: the one-core client bound as a multiple of kfake", one, r.peerOf(cons, "kfake"))
 	return out
 }
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/weir-project/weir/bench/internal/limits"
 	"github.com/weir-project/weir/bench/internal/load"
 	"github.com/weir-project/weir/bench/internal/peer"
 	"github.com/weir-project/weir/bench/internal/proc"
@@ -75,7 +76,11 @@ func (s *Suite) latency(ctx context.Context) error {
 	for _, b := range brokers {
 		out = append(out, report.Latency{Peer: b.Name, RecordSize: size, Rate: lowRate})
 	}
+	wl := writeFloor(out)
 	for r := range s.cfg.Rounds {
+		if wl != nil {
+			s.writeFloorRound(wl)
+		}
 		for _, b := range rotate(brokers, r) {
 			for i := range out {
 				if out[i].Peer != b.Name {
@@ -95,7 +100,37 @@ func (s *Suite) latency(ctx context.Context) error {
 		}
 	}
 	s.run.Latency = out
+	s.run.WriteLatency = wl
 	return nil
+}
+
+// writeChunk is the paced append's write size: about what the latency
+// producer sends per Produce at weir's half end-to-end peak (one request
+// in flight, filled while the previous one is answered).
+const writeChunk = 256 << 10
+
+// writeFloor is the page-cache latency measurement for weir's end-to-end
+// latency rate, or nil when weir has none.
+func writeFloor(ls []report.Latency) *report.WriteLatency {
+	for _, l := range ls {
+		if l.Peer == peer.Weir && l.EndToEnd {
+			return &report.WriteLatency{Chunk: writeChunk, MBps: l.Rate * float64(l.RecordSize) / 1e6}
+		}
+	}
+	return nil
+}
+
+// writeFloorRound appends to a file at the rate for as long as a latency
+// run, on the machine with no broker or client busy.
+func (s *Suite) writeFloorRound(wl *report.WriteLatency) {
+	ds, err := limits.PacedAppend(s.cfg.Tmp, wl.MBps*1e6, wl.Chunk, s.cfg.Latency)
+	if err != nil || len(ds) == 0 {
+		s.note("latency: page-cache write limit: %v", err)
+		return
+	}
+	l := stats.LatencyPercentiles(ds)
+	wl.Rounds = append(wl.Rounds, report.LatencyRound{N: l.N, P50: l.P50, P99: l.P99, P999: l.P999})
+	wl.Max = append(wl.Max, ds[len(ds)-1])
 }
 
 // roundResult is one latency run and, for a broker with a metrics page,

@@ -140,10 +140,12 @@ func figures(res load.Result) (mbps, cpuPerGB float64) {
 func addRound(se *report.Series, res load.Result, ok bool) {
 	if !ok {
 		se.MBps, se.CPUPerGB = append(se.MBps, nan), append(se.CPUPerGB, nan)
+		se.ClientCPUPerGB = append(se.ClientCPUPerGB, nan)
 		return
 	}
 	mbps, cpu := figures(res)
 	se.MBps, se.CPUPerGB = append(se.MBps, mbps), append(se.CPUPerGB, cpu)
+	se.ClientCPUPerGB = append(se.ClientCPUPerGB, stats.PerGB(res.ClientCPU, res.Bytes))
 }
 
 // addLimit appends one round of a limit.
