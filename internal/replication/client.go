@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -80,22 +81,43 @@ type kgoClient struct {
 	leaderID  int32
 	addr      string
 	closeOnce sync.Once
+	// afterCancel: the last request ended with its context, so kgo may
+	// still be tearing its connection down.
+	afterCancel atomic.Bool
 }
 
 func (c *kgoClient) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
-	resp, err := req.RequestWith(ctx, c.broker)
+	resp, err := c.request(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("fetch from broker %d at %s: %w", c.leaderID, c.addr, err)
 	}
-	return resp, nil
+	return resp.(*kmsg.FetchResponse), nil
 }
 
 func (c *kgoClient) OffsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error) {
-	resp, err := req.RequestWith(ctx, c.broker)
+	resp, err := c.request(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("offset for leader epoch from broker %d at %s: %w", c.leaderID, c.addr, err)
 	}
-	return resp, nil
+	return resp.(*kmsg.OffsetForLeaderEpochResponse), nil
+}
+
+// request sends req once, or twice right after a cancelled request. kgo
+// tears the cancelled request's connection down behind the cancel, so the
+// next request can be queued on the dying connection and fail (kgo's "the
+// broker connection has died and the request will be retried on a new
+// connection") without having been sent; the fetcher would then back off
+// for replica.fetch.backoff.ms before a fetch it meant to send at once.
+// Sending it again goes out on a new connection. Both requests are reads
+// (a repeated Fetch reports the same offsets), so a repeat is harmless.
+// Any other failure goes to the fetcher.
+func (c *kgoClient) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	resp, err := c.broker.Request(ctx, req)
+	if err != nil && ctx.Err() == nil && c.afterCancel.Load() && kgo.IsRetryableBrokerErr(err) {
+		resp, err = c.broker.Request(ctx, req)
+	}
+	c.afterCancel.Store(err != nil && ctx.Err() != nil)
+	return resp, err
 }
 
 func (c *kgoClient) Close() error {
