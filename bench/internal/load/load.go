@@ -7,9 +7,11 @@ package load
 
 import (
 	"math/rand/v2"
+	"os"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/weir-project/weir/bench/internal/proc"
 )
 
 // Workload is what a produce run sends.
@@ -39,26 +41,24 @@ func startMeter(cpu CPUFunc) (*meter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &meter{cpu: cpu, broker0: b, self0: selfCPU()}, nil
+	self, err := proc.CPU(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	return &meter{cpu: cpu, broker0: b, self0: self}, nil
 }
 
 // stop returns the broker's and the clients' CPU since startMeter.
 func (m *meter) stop() (broker, client time.Duration, err error) {
-	self := selfCPU()
+	self, err := proc.CPU(os.Getpid())
+	if err != nil {
+		return 0, 0, err
+	}
 	b, err := m.cpu()
 	if err != nil {
 		return 0, 0, err
 	}
 	return b - m.broker0, self - m.self0, nil
-}
-
-// selfCPU is this process's user+system CPU time so far.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0 // Linux fills RUSAGE_SELF always; 0 reads as not measured
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Result is one measured run.

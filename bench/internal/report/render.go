@@ -130,7 +130,7 @@ func renderMethod(p printer, r *Run) {
 		"(at most 4096 in flight per connection), a consume an ordered consumer. It has one acknowledgement mode (stored), " +
 		"which on one node is what acks=1 promises, so it runs in the acks=1 cases only.")
 	p("- Each case runs its rounds with the order of the brokers rotated every round; the figures are median (min–max).")
-	p("- The clients' CPU per GB is the suite process's own (user+system, getrusage) over the same interval: it runs one " +
+	p("- The clients' CPU per GB is the suite process's own (utime+stime from /proc/PID/stat, as for the brokers) over the same interval: it runs one " +
 		"load at a time and nothing else. The client bound is the machine's cores divided by it: what the clients would " +
 		"move if they had every core and the broker cost nothing. No broker can pass it with these clients here, so a " +
 		"target above it is out of reach on this machine whatever the broker does.")
