@@ -2,7 +2,8 @@
 // the brokers move, so every broker figure can be read as a fraction of
 // it: a raw loopback TCP stream in the producer's batch sizes, a raw
 // sequential file append (page cache, or fsynced at a broker's cadence),
-// sendfile from a file to a socket, and the disk's own write bandwidth.
+// sendfile from a file to a socket, the disk's own write bandwidth, and
+// the CPU of receiving and storing bytes with no protocol (Store).
 package limits
 
 import (
@@ -17,6 +18,7 @@ import (
 type Result struct {
 	Bytes   int64
 	Elapsed time.Duration
+	CPU     time.Duration // the limit's own CPU, where it measures one (Store); else 0
 }
 
 // pattern is random bytes the writers cut their chunks from.

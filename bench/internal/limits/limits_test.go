@@ -18,6 +18,9 @@ func TestLimitsMoveTheirBytes(t *testing.T) {
 	if r, err := FileAppend(dir, total, 16<<10, 1<<20); err != nil || r.Bytes != total {
 		t.Errorf("file append %+v %v", r, err)
 	}
+	if r, err := Store(dir, total, 100<<10); err != nil || r.Bytes != total || r.CPU <= 0 {
+		t.Errorf("store %+v %v", r, err)
+	}
 	if r, err := DiskWrite(dir, 2<<20); err != nil || r.Bytes != 2<<20 {
 		t.Errorf("disk write %+v %v", r, err)
 	}

@@ -23,7 +23,10 @@ func Render(r *Run, charts []Chart) string {
 	renderTargets(p, r)
 	renderMethod(p, r)
 	sections := []struct{ kind, title, limitNote string }{
-		{Produce, "Produce", "Limits: the same bytes streamed over one loopback TCP connection in the weir client's mean batch size, no protocol; and the client limit: the same producers, settings and records against a sink broker (this module's kfake with `-sink`) that answers every Produce as stored at once and keeps nothing, so what they reach there is what the client itself can send on this machine, whatever the broker."},
+		{Produce, "Produce", "Limits: the same bytes streamed over one loopback TCP connection in the weir client's mean batch size, no protocol; and the client limit: the same producers, settings and records against a sink broker (this module's kfake with `-sink`) that answers every Produce as stored at once and keeps nothing, so what they reach there is what the client itself can send on this machine, whatever the broker. " +
+			"And the store floor: the same bytes in the same batches over loopback TCP, read on one thread (locked to it) into one buffer, " +
+			"checked with CRC-32C and appended to a file, as a broker must do at the least; its CPU per GB is that thread's " +
+			"utime+stime, the kernel's copies out of the socket and into the page cache included, so no broker that stores by copying can spend less."},
 		{Consume, "Consume from the page cache", "Limits: the loopback stream above (the producer's batches), and sendfile of a file of the same bytes to a loopback socket in 1 MiB chunks."},
 		{ConsumeCold, "Consume from a cold start", "The segment files' pages are written back and dropped (posix_fadvise DONTNEED per file, not drop_caches: the machine is shared) before the consumer starts. kfake keeps records in memory and has no cold start. Limit: sendfile of a dropped file (read from the disk)."},
 		{ProduceFsync, "Produce with fsync", "weir with `log.flush.interval.messages=1` (an fsync after every append, i.e. every produce batch of the partition). Limit: the same bytes appended to a file in the same batch sizes with an fsync after each write."},
@@ -222,6 +225,10 @@ func renderCases(p printer, r *Run, kind, title, note string) {
 	if clients {
 		head = append(head, "clients' CPU s/GB ("+peers[0]+")", "client bound MB/s")
 	}
+	cpuLimits := limitsWithCPU(cases, limits)
+	for _, n := range cpuLimits {
+		head = append(head, n+" CPU s/GB", peers[0]+" / "+n+" CPU")
+	}
 	table(p, head, func(row func(...string)) {
 		for _, c := range cases {
 			cells := []string{c.Label()}
@@ -252,10 +259,34 @@ func renderCases(p printer, r *Run, kind, title, note string) {
 					cells[len(cells)-1] = seriesMBps(ClientBound(first, r.Machine.Cores))
 				}
 			}
+			for _, n := range cpuLimits {
+				cells = append(cells, seriesCPU(c.Peer(n)), pairRatio(first, c.Peer(n), true))
+			}
 			row(cells...)
 		}
 	})
 	p("")
+}
+
+// limitsWithCPU are the limits that measured their own CPU in any case.
+func limitsWithCPU(cases []*Case, limits []string) []string {
+	var out []string
+	for _, n := range limits {
+		for _, c := range cases {
+			if s := c.Peer(n); s != nil && len(s.CPUPerGB) > 0 {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func seriesCPU(s *Series) string {
+	if s == nil || len(s.CPUPerGB) == 0 {
+		return "—"
+	}
+	return spread(stats.Summarize(s.CPUPerGB))
 }
 
 func seriesMBps(s *Series) string {

@@ -18,6 +18,7 @@ const (
 const (
 	LimitLoopback     = "loopback TCP"
 	LimitClient       = "client limit"
+	LimitStore        = "store floor"
 	LimitFileAppend   = "file append"
 	LimitFileFsync    = "file append + fsync"
 	LimitSendfile     = "sendfile"
@@ -111,10 +112,24 @@ func (r *Run) References() []Target {
 		}
 		out = append(out, t)
 	}
+	cpuRef := func(goal string, a, b *Series) {
+		t := ratioTarget(goal, a, b, true, 0, true)
+		if t.Measured != "—" {
+			t.Met = "reference"
+		}
+		out = append(out, t)
+	}
 	for _, acks := range []int{1, -1} {
 		id := CaseID(Produce, headSize, headPartitions, 1, acks)
 		ref(fmt.Sprintf("Produce 1 KiB acks=%d as a fraction of the client limit", acks),
 			r.peerOf(id, "weir"), r.peerOf(id, LimitClient))
+	}
+	for _, acks := range []int{1, -1} {
+		id := CaseID(Produce, headSize, headPartitions, 1, acks)
+		floor := r.peerOf(id, LimitStore)
+		cpuRef(fmt.Sprintf("CPU per GB, produce acks=%d: the store floor (receive, CRC-32C and page-cache append of the same bytes on one thread, no protocol) as a multiple of kfake's (the 0.5x target is out of reach for any broker that copies into the page cache if this is above 0.5x)", acks),
+			floor, r.peerOf(id, "kfake"))
+		cpuRef(fmt.Sprintf("CPU per GB, produce acks=%d: weir as a multiple of the store floor", acks), r.peerOf(id, "weir"), floor)
 	}
 	prod1 := CaseID(Produce, headSize, headPartitions, 1, 1)
 	ref("Produce 1 KiB acks=1: the client limit as a fraction of the loopback limit (the most any broker reaches with this client)",

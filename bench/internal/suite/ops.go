@@ -51,19 +51,28 @@ func deleteTopic(ctx context.Context, b *peer.Broker, topic string, partitions i
 // more than a quarter of the memory available, so it cannot push the
 // brokers' page cache or heaps out.
 func (s *Suite) produce(ctx context.Context, b *peer.Broker, topic string, w load.Workload) (load.Result, int64, error) {
-	if n := s.cfg.Warm; n > 0 {
-		if avail, err := meminfo("MemAvailable"); err == nil {
-			n = min(n, avail/4)
-		}
-		if err := hostmem.Warm(int(n)); err != nil {
-			s.note("%s: %v", b.Name, err)
-		}
-	}
+	s.warm(b.Name)
 	if isNATS(b) {
 		res, err := load.ProduceJetStream(ctx, b.Addrs[0], topic, w, b.CPU)
 		return res, 0, err
 	}
 	return load.ProduceKafka(ctx, b.Addrs, topic, w, b.CPU)
+}
+
+// warm touches and frees memory before a run that writes into fresh
+// page cache, when the run is set to (see hostmem); who names the run in
+// a note if it fails.
+func (s *Suite) warm(who string) {
+	n := s.cfg.Warm
+	if n <= 0 {
+		return
+	}
+	if avail, err := meminfo("MemAvailable"); err == nil {
+		n = min(n, avail/4)
+	}
+	if err := hostmem.Warm(int(n)); err != nil {
+		s.note("%s: %v", who, err)
+	}
 }
 
 // consume reads the whole topic (want records) from its start.

@@ -71,7 +71,7 @@ func (s *Suite) produceCombo(ctx context.Context, size, parts, prods, acks int) 
 	sink := brokers[len(brokers)-1] // a limit, not a peer
 	brokers = brokers[:len(brokers)-1]
 
-	cc := comboCases{prod: newCase(report.Produce, size, parts, prods, acks, brokers, report.LimitLoopback, report.LimitClient)}
+	cc := comboCases{prod: newCase(report.Produce, size, parts, prods, acks, brokers, report.LimitLoopback, report.LimitClient, report.LimitStore)}
 	if prods == 1 && acks == 1 {
 		cc.cons = newCase(report.Consume, size, parts, prods, acks, brokers, report.LimitLoopback, report.LimitSendfile)
 		var disk []*peer.Broker
@@ -205,6 +205,14 @@ func (s *Suite) limitRound(cc comboCases, bytes int64, batch float64) {
 		s.note("%s loopback limit: %v", cc.prod.ID, err)
 	}
 	addLimit(cc.prod.Peer(report.LimitLoopback), lr.Bytes, lr.Elapsed, err == nil)
+	// The store limit writes into fresh page cache as a broker does, so
+	// it gets the same warm-up as a produce run.
+	s.warm("store limit")
+	sr, err := limits.Store(s.cfg.Tmp, bytes, int(batch))
+	if err != nil {
+		s.note("%s store limit: %v", cc.prod.ID, err)
+	}
+	addLimitCPU(cc.prod.Peer(report.LimitStore), sr, err == nil)
 	if cc.cons == nil {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/weir-project/weir/bench/internal/limits"
 	"github.com/weir-project/weir/bench/internal/load"
 	"github.com/weir-project/weir/bench/internal/peer"
 	"github.com/weir-project/weir/bench/internal/report"
@@ -155,6 +156,16 @@ func addLimit(se *report.Series, bytes int64, el time.Duration, ok bool) {
 		return
 	}
 	se.MBps = append(se.MBps, stats.MBps(bytes, el))
+}
+
+// addLimitCPU appends one round of a limit that measures its own CPU.
+func addLimitCPU(se *report.Series, r limits.Result, ok bool) {
+	if !ok {
+		se.MBps, se.CPUPerGB = append(se.MBps, nan), append(se.CPUPerGB, nan)
+		return
+	}
+	se.MBps = append(se.MBps, stats.MBps(r.Bytes, r.Elapsed))
+	se.CPUPerGB = append(se.CPUPerGB, stats.PerGB(r.CPU, r.Bytes))
 }
 
 // startAll starts brokers by their start functions, stopping those
