@@ -20,27 +20,24 @@ func FileAppend(dir string, total int64, batch int, fsyncEvery int64) (Result, e
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	src := pattern(4 << 20)
 	start := time.Now()
 	var unsynced int64
-	for sent, off := int64(0), 0; sent < total; {
-		n := int(min(int64(batch), total-sent, int64(len(src))))
-		if off+n > len(src) {
-			off = 0
-		}
-		k, err := f.Write(src[off : off+n])
+	err = writeChunks(total, batch, pattern(4<<20), func(b []byte) (int, error) {
+		k, err := f.Write(b)
 		if err != nil {
-			return Result{}, fmt.Errorf("append to %s: %w", f.Name(), err)
+			return k, fmt.Errorf("append to %s: %w", f.Name(), err)
 		}
-		sent += int64(k)
-		off += k
 		unsynced += int64(k)
 		if fsyncEvery > 0 && unsynced >= fsyncEvery {
 			if err := f.Sync(); err != nil {
-				return Result{}, fmt.Errorf("fsync %s: %w", f.Name(), err)
+				return k, fmt.Errorf("fsync %s: %w", f.Name(), err)
 			}
 			unsynced = 0
 		}
+		return k, nil
+	})
+	if err != nil {
+		return Result{}, err
 	}
 	return Result{Bytes: total, Elapsed: time.Since(start)}, nil
 }

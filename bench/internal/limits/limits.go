@@ -31,42 +31,47 @@ func pattern(n int) []byte {
 	return p
 }
 
-// loopbackPair is a connected pair of loopback TCP sockets; the reader
-// side is drained by a goroutine that reports when want bytes arrived.
-type loopbackPair struct {
-	w    *net.TCPConn
-	got  chan int64
-	lerr chan error
+// writeChunks writes total bytes cut from src in writes of batch bytes
+// (at most len(src)), starting over at src's head when a write would run
+// past its end.
+func writeChunks(total int64, batch int, src []byte, write func([]byte) (int, error)) error {
+	for sent, off := int64(0), 0; sent < total; {
+		n := int(min(int64(batch), total-sent, int64(len(src))))
+		if off+n > len(src) {
+			off = 0
+		}
+		k, err := write(src[off : off+n])
+		if err != nil {
+			return err
+		}
+		sent += int64(k)
+		off += k
+	}
+	return nil
 }
 
-func newLoopbackPair(want int64, readBuf int) (*loopbackPair, error) {
+// loopbackPair is a connected pair of loopback TCP sockets; the reader
+// side is served by recv on its own goroutine, and wait reports its end.
+type loopbackPair struct {
+	w    *net.TCPConn
+	done chan error
+}
+
+func newLoopbackPair(recv func(net.Conn) error) (*loopbackPair, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen on loopback: %w", err)
 	}
 	defer l.Close()
-	p := &loopbackPair{got: make(chan int64, 1), lerr: make(chan error, 1)}
+	p := &loopbackPair{done: make(chan error, 1)}
 	go func() {
 		c, err := l.Accept()
 		if err != nil {
-			p.lerr <- err
+			p.done <- err
 			return
 		}
 		defer c.Close()
-		buf := make([]byte, readBuf)
-		var n int64
-		for n < want {
-			k, err := c.Read(buf)
-			n += int64(k)
-			if err != nil {
-				if err == io.EOF && n >= want {
-					break
-				}
-				p.lerr <- fmt.Errorf("read after %d of %d bytes: %w", n, want, err)
-				return
-			}
-		}
-		p.got <- n
+		p.done <- recv(c)
 	}()
 	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
@@ -76,12 +81,30 @@ func newLoopbackPair(want int64, readBuf int) (*loopbackPair, error) {
 	return p, nil
 }
 
-// wait returns once the reader has everything.
+// drain is a receiver that reads want bytes into a buffer of readBuf
+// bytes and drops them.
+func drain(want int64, readBuf int) func(net.Conn) error {
+	return func(c net.Conn) error {
+		buf := make([]byte, readBuf)
+		var n int64
+		for n < want {
+			k, err := c.Read(buf)
+			n += int64(k)
+			if err != nil {
+				if err == io.EOF && n >= want {
+					break
+				}
+				return fmt.Errorf("read after %d of %d bytes: %w", n, want, err)
+			}
+		}
+		return nil
+	}
+}
+
+// wait returns once the receiver has finished.
 func (p *loopbackPair) wait() error {
 	select {
-	case <-p.got:
-		return nil
-	case err := <-p.lerr:
+	case err := <-p.done:
 		return err
 	case <-time.After(5 * time.Minute):
 		return fmt.Errorf("loopback reader did not finish within 5 minutes")
@@ -96,24 +119,14 @@ func Loopback(total int64, batch int) (Result, error) {
 	if batch <= 0 {
 		return Result{}, fmt.Errorf("loopback batch %d", batch)
 	}
-	p, err := newLoopbackPair(total, max(batch, 64<<10))
+	p, err := newLoopbackPair(drain(total, max(batch, 64<<10)))
 	if err != nil {
 		return Result{}, err
 	}
 	defer p.w.Close()
-	src := pattern(4 << 20)
 	start := time.Now()
-	for sent, off := int64(0), 0; sent < total; {
-		n := int(min(int64(batch), total-sent))
-		if off+n > len(src) {
-			off = 0
-		}
-		k, err := p.w.Write(src[off : off+min(n, len(src))])
-		if err != nil {
-			return Result{}, fmt.Errorf("loopback write: %w", err)
-		}
-		sent += int64(k)
-		off += k
+	if err := writeChunks(total, batch, pattern(4<<20), p.w.Write); err != nil {
+		return Result{}, fmt.Errorf("loopback write: %w", err)
 	}
 	if err := p.wait(); err != nil {
 		return Result{}, err

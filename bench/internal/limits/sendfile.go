@@ -33,7 +33,7 @@ func Sendfile(dir string, size int64, chunk int, cold bool) (Result, error) {
 			return Result{}, err
 		}
 	}
-	p, err := newLoopbackPair(size, 1<<20)
+	p, err := newLoopbackPair(drain(size, 1<<20))
 	if err != nil {
 		return Result{}, err
 	}

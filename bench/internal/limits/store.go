@@ -34,60 +34,30 @@ func Store(dir string, total int64, batch int) (Result, error) {
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var cpu time.Duration
+	p, err := newLoopbackPair(func(c net.Conn) (err error) {
+		cpu, err = storeFrom(c, f, total, batch)
+		return err
+	})
 	if err != nil {
-		return Result{}, fmt.Errorf("listen on loopback: %w", err)
+		return Result{}, err
 	}
-	defer l.Close()
-	type stored struct {
-		cpu time.Duration
-		err error
-	}
-	done := make(chan stored, 1)
-	go func() {
-		cpu, err := storeFrom(l, f, total, batch)
-		done <- stored{cpu, err}
-	}()
-	c, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		return Result{}, fmt.Errorf("dial loopback: %w", err)
-	}
-	defer c.Close()
-	src := pattern(4 << 20)
+	defer p.w.Close()
 	start := time.Now()
-	for sent, off := int64(0), 0; sent < total; {
-		n := int(min(int64(batch), total-sent, int64(len(src))))
-		if off+n > len(src) {
-			off = 0
-		}
-		k, err := c.Write(src[off : off+n])
-		if err != nil {
-			return Result{}, fmt.Errorf("store limit, loopback write: %w", err)
-		}
-		sent += int64(k)
-		off += k
+	if err := writeChunks(total, batch, pattern(4<<20), p.w.Write); err != nil {
+		return Result{}, fmt.Errorf("store limit, loopback write: %w", err)
 	}
-	select {
-	case st := <-done:
-		if st.err != nil {
-			return Result{}, st.err
-		}
-		return Result{Bytes: total, Elapsed: time.Since(start), CPU: st.cpu}, nil
-	case <-time.After(5 * time.Minute):
-		return Result{}, fmt.Errorf("store limit did not finish within 5 minutes")
+	if err := p.wait(); err != nil {
+		return Result{}, err
 	}
+	return Result{Bytes: total, Elapsed: time.Since(start), CPU: cpu}, nil
 }
 
-// storeFrom accepts one connection and stores total bytes from it into
-// f, returning the CPU its thread spent from the first byte read on.
-func storeFrom(l net.Listener, f *os.File, total int64, batch int) (time.Duration, error) {
+// storeFrom stores total bytes from c into f on its goroutine's own
+// thread, returning the CPU that thread spent from the first byte read on.
+func storeFrom(c net.Conn, f *os.File, total int64, batch int) (time.Duration, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	c, err := l.Accept()
-	if err != nil {
-		return 0, fmt.Errorf("store limit, accept: %w", err)
-	}
-	defer c.Close()
 	buf := make([]byte, batch)
 	var sum uint32
 	cpu0, err := threadCPU()
