@@ -234,12 +234,7 @@ func renderCases(p printer, r *Run, kind, title, note string) {
 			cells := []string{c.Label()}
 			first := c.Peer(peers[0])
 			for _, n := range peers {
-				s := c.Peer(n)
-				if s == nil {
-					cells = append(cells, "—")
-					continue
-				}
-				cells = append(cells, spread(stats.Summarize(s.CPUPerGB)))
+				cells = append(cells, seriesCPU(c.Peer(n)))
 			}
 			for _, n := range peers[1:] {
 				cells = append(cells, pairRatio(first, c.Peer(n), true))
@@ -283,7 +278,7 @@ func limitsWithCPU(cases []*Case, limits []string) []string {
 }
 
 func seriesCPU(s *Series) string {
-	if s == nil || len(s.CPUPerGB) == 0 {
+	if s == nil {
 		return "—"
 	}
 	return spread(stats.Summarize(s.CPUPerGB))
