@@ -201,6 +201,7 @@ type Server struct {
 	frames     frameLimits
 	bufs       *frameBufs     // request frame buffers, reused (framebuf.go)
 	nonce      [nonceLen]byte // marks file regions' places while encoding (region.go)
+	inlined    atomic.Int64   // requests a connection's reader answered itself (conn.inline)
 
 	mu       sync.Mutex
 	serving  bool

@@ -350,7 +350,7 @@ func TestNextLargeRequestReadWhileHandling(t *testing.T) {
 	var frames [][]byte
 	for i := int32(0); i < 3; i++ {
 		p := kmsg.NewPtrProduceRequest()
-		p.Acks = 1
+		p.Acks = -1 // never answered by the reader itself (conn.inline)
 		p.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Records: big}}}}
 		frames = append(frames, encodeRequest(p, 9, i, nil))
 	}

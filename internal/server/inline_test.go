@@ -1,0 +1,105 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func loneProduce(acks int16, corr int32) []byte {
+	p := kmsg.NewPtrProduceRequest()
+	p.Acks = acks
+	return encodeRequest(p, 9, corr, nil)
+}
+
+// A Produce sent alone, the client waiting for it, is answered by the
+// reader; a request arriving meanwhile waits its turn and is answered
+// after it, in order.
+func TestReaderAnswersLoneProduce(t *testing.T) {
+	h := newTestHandler()
+	h.produceHold, h.produceStarted = make(chan struct{}), make(chan struct{}, 4)
+	ts := startServer(t, h, nil)
+	c := dial(t, ts.addr)
+	send(t, c, loneProduce(1, 1))
+	waitFor(t, h.produceStarted, "the Produce to be handled")
+	if n := ts.srv.inlined.Load(); n != 1 {
+		t.Fatalf("%d requests answered by the reader, want 1 (the lone Produce)", n)
+	}
+	// Sent while the reader is busy with the Produce: read after it.
+	send(t, c, encodeRequest(kmsg.NewPtrMetadataRequest(), 12, 2, nil), loneProduce(1, 3))
+	close(h.produceHold)
+	for _, want := range []int32{1, 2, 3} {
+		if corr, _ := readResponse(t, c); corr != want {
+			t.Fatalf("correlation id %d, want %d", corr, want)
+		}
+	}
+	if m := h.maxRunning.Load(); m != 1 {
+		t.Fatalf("at most %d handler calls ran at once, want 1", m)
+	}
+}
+
+// Requests that arrive together go through the worker: the reader reads
+// the next while the worker handles one. (One write smaller than a
+// loopback segment arrives at once, so the reader sees the second request
+// before the first is handled.)
+func TestPipelinedProduceGoesToWorker(t *testing.T) {
+	ts := startServer(t, newTestHandler(), nil)
+	c := dial(t, ts.addr)
+	send(t, c, loneProduce(1, 1), loneProduce(1, 2))
+	for _, want := range []int32{1, 2} {
+		if corr, _ := readResponse(t, c); corr != want {
+			t.Fatalf("correlation id %d, want %d", corr, want)
+		}
+	}
+	if n := ts.srv.inlined.Load(); n != 0 {
+		t.Fatalf("%d requests answered by the reader, want 0 (the first had another behind it)", n)
+	}
+}
+
+// Only acks 0 and 1 are answered by the reader: an acks=-1 Produce may
+// wait for followers, and the reader must go on reading meanwhile.
+func TestAcksAllProduceGoesToWorker(t *testing.T) {
+	ts := startServer(t, newTestHandler(), nil)
+	c := dial(t, ts.addr)
+	send(t, c, loneProduce(-1, 1))
+	if corr, _ := readResponse(t, c); corr != 1 {
+		t.Fatalf("correlation id %d, want 1", corr)
+	}
+	if n := ts.srv.inlined.Load(); n != 0 {
+		t.Fatalf("%d requests answered by the reader, want 0", n)
+	}
+}
+
+// A lone acks=0 Produce handled by the reader sends nothing, and the
+// connection goes on.
+func TestReaderHandlesLoneAcksZero(t *testing.T) {
+	h := newTestHandler()
+	h.produceHold, h.produceStarted = make(chan struct{}), make(chan struct{}, 4)
+	ts := startServer(t, h, nil)
+	c := dial(t, ts.addr)
+	send(t, c, loneProduce(0, 1))
+	waitFor(t, h.produceStarted, "the Produce to be handled")
+	close(h.produceHold)
+	send(t, c, encodeRequest(kmsg.NewPtrMetadataRequest(), 12, 2, nil))
+	if corr, _ := readResponse(t, c); corr != 2 {
+		t.Fatalf("first response has correlation id %d, want 2 (acks=0 answers nothing)", corr)
+	}
+	if n := ts.srv.inlined.Load(); n != 1 {
+		t.Fatalf("%d requests answered by the reader, want 1", n)
+	}
+}
+
+// The client leaving while the reader handles its Produce: the Produce
+// is still handled, and the server goes on serving others.
+func TestClientGoneDuringReaderProduce(t *testing.T) {
+	h := newTestHandler()
+	h.produceHold, h.produceStarted = make(chan struct{}), make(chan struct{}, 4)
+	ts := startServer(t, h, nil)
+	c := dial(t, ts.addr)
+	send(t, c, loneProduce(1, 1))
+	waitFor(t, h.produceStarted, "the Produce to be handled")
+	c.Close()
+	close(h.produceHold)
+	waitUntil(t, "the Produce handled", func() bool { return h.count(0) == 1 && h.running.Load() == 0 })
+	expectServing(t, ts.addr)
+}
