@@ -182,21 +182,21 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 			}
 			return
 		}
-		if c.inline(p, fr) {
+		// Checked before this request counts as in flight: inline asks
+		// whether any other is.
+		inline := c.inline(p, fr)
+		c.inflight.Add(1)
+		c.pending.Add(int64(p.size))
+		p.res = res
+		if inline {
 			// Nothing is queued, being handled or arriving: the worker
 			// would only take turns with this goroutine.
 			c.s.inlined.Add(1)
-			c.inflight.Add(1)
-			c.pending.Add(int64(p.size))
-			p.res = res
-			if !c.handle(c.parent, ctx, c.bw, p) {
+			if !c.handle(c.parent, ctx, p) {
 				return
 			}
 			continue
 		}
-		c.inflight.Add(1)
-		c.pending.Add(int64(p.size))
-		p.res = res
 		select {
 		case queue <- p:
 		case <-ctx.Done():
@@ -213,10 +213,10 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 // inline reports whether the reader answers p itself instead of queuing
 // it for the worker. The hand-off costs a wake-up on another core and the
 // request's bytes read there again from a cold cache: 7-12% of the
-// broker's CPU per byte produced (measured on 2 cores). So the reader takes an acks 0 or 1
-// Produce (it never waits on other brokers) when the worker is idle and
-// no byte of a next request has arrived: the client is waiting for this
-// answer. A client that pipelines has its next request on the way by
+// broker's CPU per byte produced (measured on 2 cores). So the reader
+// takes an acks 0 or 1 Produce (it never waits on other brokers) when the
+// worker is idle and no byte of a next request has arrived: the client is
+// waiting for this answer. A client that pipelines has its next request on the way by
 // then, and reading that one while the worker appends this one is what
 // the worker is for.
 func (c *conn) inline(p parsed, fr *frameReader) bool {
@@ -287,7 +287,6 @@ func (c *conn) parse(frame []byte) (p parsed) {
 // before taking the next request. parent ends with the server; ctx, the
 // handlers' context, also ends when the client goes away.
 func (c *conn) work(parent, ctx context.Context, queue <-chan parsed) {
-	bw := c.bw
 	defer func() {
 		// Drain so a reader blocked on a full queue can finish, and
 		// return the memory of requests that will not be answered.
@@ -296,7 +295,7 @@ func (c *conn) work(parent, ctx context.Context, queue <-chan parsed) {
 		}
 	}()
 	for p := range queue {
-		if !c.handle(parent, ctx, bw, p) {
+		if !c.handle(parent, ctx, p) {
 			return
 		}
 	}
@@ -309,9 +308,9 @@ func (c *conn) work(parent, ctx context.Context, queue <-chan parsed) {
 	c.shutdown("reader stopped", nil)
 }
 
-// handle answers one queued request and returns its memory; false means
-// the connection is done.
-func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) bool {
+// handle answers one request (queued, or taken by the reader) and returns
+// its memory; false means the connection is done.
+func (c *conn) handle(parent, ctx context.Context, p parsed) bool {
 	defer p.res.release()
 	defer c.recycle(p)
 	if parent.Err() != nil {
@@ -356,7 +355,7 @@ func (c *conn) handle(parent, ctx context.Context, bw *bufio.Writer, p parsed) b
 	respBytes := 0
 	if resp != nil && !c.peerGone.Load() {
 		var err error
-		if respBytes, err = c.writeResponse(bw, p.hdr, resp); err != nil {
+		if respBytes, err = c.writeResponse(c.bw, p.hdr, resp); err != nil {
 			if errors.Is(err, errTransferTooSlow) {
 				c.log.Info("closing connection: response not read in time", "err", err)
 			}
