@@ -27,7 +27,7 @@ func SizeLabel(size int) string {
 func (c Case) Label() string {
 	parts := []string{strings.Replace(SizeLabel(c.RecordSize), "KiB", " KiB", 1),
 		fmt.Sprintf("%d part", c.Partitions)}
-	if c.Kind == Produce || c.Kind == ProduceFsync || c.Kind == Cluster {
+	if c.Kind == Produce || c.Kind == ProduceFsync || c.Kind == Cluster || c.Kind == ProduceMinimal {
 		parts = append(parts, fmt.Sprintf("%d prod", c.Producers), fmt.Sprintf("acks=%d", c.Acks))
 	}
 	return strings.Join(parts, " · ")

@@ -50,6 +50,10 @@ const (
 	Consume      = "consume"
 	ConsumeCold  = "consume-cold"
 	Cluster      = "cluster"
+	// The headline produce and consume again with the minimal client
+	// (bench/internal/load/minimal.go), weir and kfake only.
+	ProduceMinimal = "produce-minimal"
+	ConsumeMinimal = "consume-minimal"
 )
 
 // Case is one workload measured on several brokers over rounds; Peers[0]

@@ -28,6 +28,14 @@ func Render(r *Run, charts []Chart) string {
 			"checked with CRC-32C and appended to a file, as a broker must do at the least; its CPU per GB is that thread's " +
 			"utime+stime, the kernel's copies out of the socket and into the page cache included, so no broker that stores by copying can spend less."},
 		{Consume, "Consume from the page cache", "Limits: the loopback stream above (the producer's batches), and sendfile of a file of the same bytes to a loopback socket in 1 MiB chunks."},
+		{ProduceMinimal, "Produce with the minimal client", "The headline produce cases again, with the suite's minimal client in place of franz-go, against weir and kfake in the same rounds: " +
+			"it copies each value into a v2 batch it builds in the request buffer, checksums the batch with CRC-32C and sends one batch of about 1 MB per Produce, " +
+			"to the partitions in turn, with up to five requests in flight (the Java producer's default; idempotent at acks=-1), and does nothing else. " +
+			"Its CPU per GB is a fraction of franz-go's, so the broker, not the client, sets these figures. " +
+			"Limits: those of the franz-go case in the same round."},
+		{ConsumeMinimal, "Consume with the minimal client", "What the minimal client produced at acks=1, read back by it: one Fetch in flight (as franz-go and the Java consumer keep per broker) with Kafka's default sizes " +
+			"(50 MiB per fetch, 1 MiB per partition), each response read into one reused buffer, each batch's CRC-32C checked and every record walked to its value. " +
+			"Limits: those of the franz-go case in the same round."},
 		{ConsumeCold, "Consume from a cold start", "The segment files' pages are written back and dropped (posix_fadvise DONTNEED per file, not drop_caches: the machine is shared) before the consumer starts. kfake keeps records in memory and has no cold start. Limit: sendfile of a dropped file (read from the disk)."},
 		{ProduceFsync, "Produce with fsync", "weir with `log.flush.interval.messages=1` (an fsync after every append, i.e. every produce batch of the partition). Limit: the same bytes appended to a file in the same batch sizes with an fsync after each write."},
 		{Cluster, "Three nodes, replication factor 3", "A 3-node weir cluster (each node broker and controller, as `weir cluster up` starts), topic RF 3 with min.insync.replicas=2, acks=-1 idempotent, against one weir node with acks=1, alternating in the same rounds. CPU is the three nodes' together."},
@@ -218,10 +226,11 @@ func renderCases(p printer, r *Run, kind, title, note string) {
 	for _, n := range peers[1:] {
 		head = append(head, peers[0]+" / "+n+" CPU")
 	}
-	if kind == Produce || kind == ProduceFsync {
+	batches := kind == Produce || kind == ProduceFsync || kind == ProduceMinimal
+	if batches {
 		head = append(head, peers[0]+" mean batch KiB")
 	}
-	clients := kind == Produce || kind == Consume
+	clients := kind == Produce || kind == Consume || kind == ProduceMinimal || kind == ConsumeMinimal
 	if clients {
 		head = append(head, "clients' CPU s/GB ("+peers[0]+")", "client bound MB/s")
 	}
@@ -239,7 +248,7 @@ func renderCases(p printer, r *Run, kind, title, note string) {
 			for _, n := range peers[1:] {
 				cells = append(cells, pairRatio(first, c.Peer(n), true))
 			}
-			if kind == Produce || kind == ProduceFsync {
+			if batches {
 				b := "—"
 				if first != nil {
 					s := stats.Summarize(first.Batch)

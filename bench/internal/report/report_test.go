@@ -170,3 +170,76 @@ func TestChartsDrawn(t *testing.T) {
 		}
 	}
 }
+
+// A run with the minimal client's cases reads each throughput and CPU
+// target a second time from them, right below the franz-go reading, and
+// renders their sections; a target whose minimal case is not in the run
+// has no such row.
+func TestMinimalClientTargets(t *testing.T) {
+	r := sampleRun()
+	if n := countGoal(r.Targets(), "the same with the minimal client"); n != 0 {
+		t.Fatalf("%d minimal-client rows without its cases", n)
+	}
+	r.Cases = append(r.Cases,
+		Case{ID: CaseID(ProduceMinimal, 1024, 8, 1, 1), Kind: ProduceMinimal, RecordSize: 1024, Partitions: 8, Producers: 1, Acks: 1,
+			Peers: []Series{
+				{Name: "weir", MBps: []float64{1200}, CPUPerGB: []float64{0.4}, ClientCPUPerGB: []float64{0.4}, Batch: []float64{1 << 20}},
+				{Name: "kfake", MBps: []float64{400}, CPUPerGB: []float64{2}},
+			},
+			Limits: []Series{{Name: LimitLoopback, MBps: []float64{2000}}}},
+		Case{ID: CaseID(ConsumeMinimal, 1024, 8, 1, 1), Kind: ConsumeMinimal, RecordSize: 1024, Partitions: 8, Producers: 1, Acks: 1,
+			Peers: []Series{
+				{Name: "weir", MBps: []float64{1500}, CPUPerGB: []float64{0.3}, ClientCPUPerGB: []float64{0.5}},
+				{Name: "kfake", MBps: []float64{500}, CPUPerGB: []float64{1}},
+			},
+			Limits: []Series{{Name: LimitLoopback, MBps: []float64{2000}}}})
+	ts := r.Targets()
+	after := func(goal string) Target {
+		t.Helper()
+		for i, tg := range ts {
+			if tg.Goal == goal && i+1 < len(ts) {
+				return ts[i+1]
+			}
+		}
+		t.Fatalf("no target %q", goal)
+		return Target{}
+	}
+	for goal, want := range map[string]Target{
+		"CPU per GB, produce acks=1: at most 0.5x kfake":              {Measured: "0.20x", Met: "met"},
+		"CPU per GB, consume: at most 0.5x kfake":                     {Measured: "0.30x", Met: "met"},
+		"Produce 1 KiB acks=1: at least 1.5x kfake":                   {Measured: "3.00x", Met: "met"},
+		"Produce 1 KiB acks=1: at least 0.5 of the loopback limit":    {Measured: "0.60x", Met: "met"},
+		"Consume from page cache: at least 2x kfake":                  {Measured: "3.00x", Met: "met"},
+		"Consume from page cache: at least 0.6 of the loopback limit": {Measured: "0.75x", Met: "met"},
+	} {
+		got := after(goal)
+		if got.Goal != "the same with the minimal client" || got.Measured != want.Measured || got.Met != want.Met {
+			t.Errorf("after %q: %q %q %q, want the minimal client's %q %q", goal, got.Goal, got.Measured, got.Met, want.Measured, want.Met)
+		}
+	}
+	// None for JetStream, nor for acks=-1, whose case is not in the run.
+	if n := countGoal(ts, "the same with the minimal client"); n != 6 {
+		t.Errorf("%d minimal-client rows, want 6", n)
+	}
+	page := Render(r, nil)
+	for _, want := range []string{
+		"## Produce with the minimal client",
+		"| 1 KiB · 8 part · 1 prod · acks=1 | 1200 | 400 | 3.00x | 2000 | 0.60x |",
+		"## Consume with the minimal client",
+		"| 1 KiB · 8 part | 0.30 | 1.00 | 0.30x | 0.50 | 4000 |",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+func countGoal(ts []Target, goal string) int {
+	n := 0
+	for _, tg := range ts {
+		if tg.Goal == goal {
+			n++
+		}
+	}
+	return n
+}

@@ -84,6 +84,7 @@ func (s *Suite) produceCombo(ctx context.Context, size, parts, prods, acks int) 
 	}
 	w := load.Workload{RecordSize: size, Partitions: parts, Producers: prods, Acks: acks,
 		Duration: s.cfg.Duration, MaxBytes: s.cfg.MaxBytes}
+	minimal := newMinimalCases(w, brokers)
 	for r := range s.cfg.Rounds {
 		weirBytes, weirBatch := int64(0), 0.0
 		for _, b := range rotate(brokers, r) {
@@ -94,10 +95,17 @@ func (s *Suite) produceCombo(ctx context.Context, size, parts, prods, acks int) 
 		}
 		s.limitRound(cc, weirBytes, weirBatch)
 		s.clientLimitRound(ctx, sink, w, cc)
+		if minimal != nil {
+			minimal.round(ctx, s, w, r)
+			minimal.copyLimits(cc)
+		}
 	}
 	s.run.Cases = append(s.run.Cases, *cc.prod)
 	if cc.cons != nil {
 		s.run.Cases = append(s.run.Cases, *cc.cons, *cc.cold)
+	}
+	if minimal != nil {
+		s.run.Cases = append(s.run.Cases, minimal.cases()...)
 	}
 	return nil
 }

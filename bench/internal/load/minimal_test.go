@@ -1,0 +1,111 @@
+package load
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The hand-built Produce request is what kmsg encodes for the same
+// request.
+func TestMinimalProduceRequestMatchesKmsg(t *testing.T) {
+	vals := newValues(randomPool(2), 100, 0)
+	pid := producerID{id: 7, epoch: 1}
+	n := 5
+	batch := appendBatch(nil, newValues(randomPool(2), 100, 0), n, 100, pid, 3, 1234)
+	if len(batch) != batchLen(n, 100) {
+		t.Fatalf("batch of %d bytes, batchLen says %d", len(batch), batchLen(n, 100))
+	}
+	m := &minConn{}
+	got := m.produceRequest(nil, "orders", 2, -1, func(dst []byte) []byte {
+		return appendBatch(dst, vals, n, 100, pid, 3, 1234)
+	}, len(batch))
+
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = minProduceVersion
+	req.Acks = -1
+	req.TimeoutMillis = 30_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "orders"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = 2
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	want := req.AppendTo((&minConn{}).header(nil, req))
+	frame(want)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("hand-built request differs from kmsg's:\n got %x\nwant %x", got[:80], want[:80])
+	}
+}
+
+func TestRecordsPerBatchFillsOneMB(t *testing.T) {
+	for _, size := range []int{100, 1024, 1 << 20} {
+		n := recordsPerBatch(size)
+		if l := batchLen(n, size); n > 1 && (l > minimalBatchBytes || batchLen(n+1, size) <= minimalBatchBytes) {
+			t.Errorf("size %d: %d records make %d bytes", size, n, l)
+		}
+	}
+}
+
+// The minimal producer's batches are what franz-go reads back, record by
+// record, and the minimal consumer counts them all, at both acks.
+func TestMinimalClientRoundTrip(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	noCPU := func() (time.Duration, error) { return 0, nil }
+	ctx := context.Background()
+	for _, acks := range []int{1, -1} {
+		topic := "t" + map[int]string{1: "one", -1: "all"}[acks]
+		adm, err := NewAdmin([]string{addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := adm.CreateTopic(ctx, topic, 3, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		adm.Close()
+		w := Workload{RecordSize: 1024, Partitions: 3, Producers: 2, Acks: acks, Duration: time.Minute, MaxBytes: 12 << 20}
+		res, err := ProduceMinimal(ctx, addr, topic, w, noCPU)
+		if err != nil {
+			t.Fatalf("acks=%d: %v", acks, err)
+		}
+		if res.Bytes < w.MaxBytes || res.Records*1024 != res.Bytes {
+			t.Fatalf("acks=%d: acknowledged %d records, %d bytes", acks, res.Records, res.Bytes)
+		}
+		got, err := ConsumeMinimal(ctx, addr, topic, 3, res.Records, noCPU)
+		if err != nil {
+			t.Fatalf("acks=%d: %v", acks, err)
+		}
+		if got.Records != res.Records || got.Bytes != res.Bytes {
+			t.Fatalf("acks=%d: consumed %d records (%d bytes) of %d", acks, got.Records, got.Bytes, res.Records)
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for n < res.Records {
+			fs := cl.PollFetches(ctx)
+			if err := fs.Err(); err != nil {
+				t.Fatal(err)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				if len(r.Value) != 1024 || r.Key != nil {
+					t.Fatalf("record at %d: %d value bytes, key %q", r.Offset, len(r.Value), r.Key)
+				}
+				n++
+			})
+		}
+		cl.Close()
+	}
+}
