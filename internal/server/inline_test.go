@@ -54,19 +54,33 @@ func TestReaderAnswersLoneProduce(t *testing.T) {
 	}
 }
 
-// A Produce with another request right behind it goes through the
-// worker, so that the reader reads the next one meanwhile. (One write
-// smaller than a loopback segment arrives at once, so the reader sees the
-// second request as it takes the first.) Only the first is checked: the
-// second may find the worker idle again and be answered by the reader.
-func TestPipelinedProduceGoesToWorker(t *testing.T) {
+// Produce requests pipelined by the client are answered by the reader
+// one after the other while the worker stays idle, in order, one at a
+// time.
+func TestPipelinedProduceAnsweredByReader(t *testing.T) {
 	h, ts, c := holdingServer(t)
-	send(t, c, loneProduce(1, 1), loneProduce(1, 2))
+	send(t, c, loneProduce(1, 1), loneProduce(1, 2), loneProduce(0, 3), loneProduce(1, 4))
 	waitFor(t, h.produceStarted, "the first Produce to be handled")
-	if n := ts.srv.inlined.Load(); n != 0 {
-		t.Fatalf("%d requests answered by the reader, want 0 (the first had another behind it)", n)
-	}
 	close(h.produceHold)
+	for _, want := range []int32{1, 2, 4} { // acks=0 answers nothing
+		if corr, _ := readResponse(t, c); corr != want {
+			t.Fatalf("correlation id %d, want %d", corr, want)
+		}
+	}
+	if n := ts.srv.inlined.Load(); n != 4 {
+		t.Fatalf("%d requests answered by the reader, want 4", n)
+	}
+	if m := h.maxRunning.Load(); m != 1 {
+		t.Fatalf("at most %d handler calls ran at once, want 1", m)
+	}
+}
+
+// A Produce read right behind a request for the worker is answered after
+// it, whichever goroutine takes it.
+func TestProduceBehindWorkerRequestInOrder(t *testing.T) {
+	ts := startServer(t, newTestHandler(), nil)
+	c := dial(t, ts.addr)
+	send(t, c, encodeRequest(kmsg.NewPtrMetadataRequest(), 12, 1, nil), loneProduce(1, 2))
 	for _, want := range []int32{1, 2} {
 		if corr, _ := readResponse(t, c); corr != want {
 			t.Fatalf("correlation id %d, want %d", corr, want)
