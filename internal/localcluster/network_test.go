@@ -196,17 +196,25 @@ func TestNetworkCutsByOpener(t *testing.T) {
 	c.Node(2).mu.Unlock()
 	fmt.Fprintln(peer.w, "go")
 
-	dial := func() *lineConn {
-		t.Helper()
+	const wait = 30 * time.Second
+	// exchange sends s over a new client connection to node 1. A proxy
+	// refuses a connection by accepting and resetting it, and that reset
+	// may reach the dial before connect returns: a refusal is an error
+	// from either.
+	exchange := func(s string) error {
 		conn, err := net.Dial("tcp", n1.ClientAddr)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		t.Cleanup(func() { conn.Close() })
-		return newLineConn(conn, conn)
+		return newLineConn(conn, conn).roundTrip(s, wait)
 	}
-	client := dial()
-	const wait = 30 * time.Second
+	conn, err := net.Dial("tcp", n1.ClientAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	client := newLineConn(conn, conn)
 	if err := client.roundTrip("hello", wait); err != nil {
 		t.Fatalf("before any cut: %v", err)
 	}
@@ -238,14 +246,14 @@ func TestNetworkCutsByOpener(t *testing.T) {
 	if err := client.roundTrip("reset", wait); err == nil || errors.Is(err, errTimeout) {
 		t.Fatalf("a client of a reset link: %v, want the connection closed", err)
 	}
-	if err := dial().roundTrip("refused", wait); err == nil || errors.Is(err, errTimeout) {
+	if err := exchange("refused"); err == nil || errors.Is(err, errTimeout) {
 		t.Fatalf("a new client of a reset link: %v, want it refused", err)
 	}
 	if err := via(peer, "c", "node 2 passes", wait); err != nil {
 		t.Fatalf("node 2 with the clients cut: %v", err)
 	}
 	nw.Heal()
-	if err := dial().roundTrip("healed", wait); err != nil {
+	if err := exchange("healed"); err != nil {
 		t.Fatalf("a new client after the heal: %v", err)
 	}
 
@@ -278,7 +286,7 @@ func TestNetworkCutsByOpener(t *testing.T) {
 	}
 	defer squatter.Close()
 	go serveEcho(squatter)
-	if err := dial().roundTrip("stranger", wait); err == nil || errors.Is(err, errTimeout) {
+	if err := exchange("stranger"); err == nil || errors.Is(err, errTimeout) {
 		t.Fatalf("a client of a dead node whose port another process holds: %v, want refused", err)
 	}
 }
