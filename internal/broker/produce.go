@@ -94,6 +94,31 @@ func (b *Broker) appendAll(resp *kmsg.ProduceResponse, jobs []pendingAppend, ack
 	return out
 }
 
+// ProduceMayWait advises the server whether an acks=-1 Produce may wait
+// for other brokers (server.ProduceWaitAdvisor): only if a partition it
+// names is led here with another broker in its ISR. Every other case is
+// answered at the append: a partition alone in its ISR commits there, and
+// one not led here, unknown or refused fails at once.
+func (b *Broker) ProduceMayWait(req *kmsg.ProduceRequest) bool {
+	if req.Acks != -1 {
+		return false
+	}
+	img := b.meta.Image()
+	for _, rt := range req.Topics {
+		topic, err := lookupTopic(img, req.Version >= 13, rt.Topic, rt.TopicID)
+		if err != nil {
+			continue
+		}
+		for _, rp := range rt.Partitions {
+			p := b.replicas.Get(storage.TopicPartition{Topic: topic.Name, Partition: rp.Partition})
+			if p != nil && p.AcksAllMayWait() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // handleProduce appends each partition's batches on the local leader.
 // acks=0 gets no response; acks=1 is answered after the leader's append;
 // acks=-1 once the high watermark has passed every partition's batch, or

@@ -226,6 +226,31 @@ func (p *Partition) ISRChangeFailed(partitionEpoch int32) {
 	}
 }
 
+// AcksAllMayWait reports whether an acks=-1 append here may have to wait
+// for other brokers: this broker leads and the ISR the high watermark is
+// computed over (the maximal one while a change is pending) holds
+// another. A leader alone in it commits at the append (or refuses it
+// below min.insync.replicas), and a follower refuses it: neither waits.
+// The answer may be stale by the time of the append; it is advice for
+// where to handle the request, never for what to answer.
+func (p *Partition) AcksAllMayWait() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.leader {
+		return false
+	}
+	isr := p.st.ISR
+	if p.pendingISR != nil {
+		isr = p.pendingISR
+	}
+	for _, id := range isr {
+		if id != p.localID {
+			return true
+		}
+	}
+	return false
+}
+
 // advanceHWLocked moves the high watermark to the smallest log end offset
 // over the (maximal) ISR. It never moves backwards, and never while the
 // committed ISR is below min.insync.replicas (KIP-966): a record counted

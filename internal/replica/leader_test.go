@@ -362,3 +362,31 @@ func runLeaderModel(t *testing.T, seed uint64) {
 		}
 	}
 }
+
+// An acks=-1 append may wait only where another broker is in the ISR the
+// high watermark follows, a pending shrink's maximal ISR included.
+func TestAcksAllMayWait(t *testing.T) {
+	alone, _, _ := leaderOf(t, []int32{1}, 1)
+	if alone.AcksAllMayWait() {
+		t.Error("a leader alone in its ISR may wait")
+	}
+	p, clock, props := leaderOf(t, []int32{1, 2}, 1)
+	if !p.AcksAllMayWait() {
+		t.Error("a leader with a follower in its ISR may not wait")
+	}
+	// Follower 2 falls behind: the shrink is proposed, and until it is
+	// committed the high watermark still follows 2.
+	clock.advance(11 * time.Second)
+	p.MaybeShrinkISR()
+	c := props.take(t)
+	if !p.AcksAllMayWait() {
+		t.Error("no wait while the shrink is pending")
+	}
+	commit(t, p, c)
+	if p.AcksAllMayWait() {
+		t.Error("a wait after the shrink left the leader alone")
+	}
+	if openPartition(t).AcksAllMayWait() {
+		t.Error("a follower may wait")
+	}
+}

@@ -161,6 +161,12 @@ type testServer struct {
 // changes the config first. The server is stopped at test cleanup.
 func startServer(t testing.TB, h *testHandler, edit func(*Config)) *testServer {
 	t.Helper()
+	return startServerWith(t, h, h, edit)
+}
+
+// startServerWith starts a server on handler, which wraps h.
+func startServerWith(t testing.TB, handler Handler, h *testHandler, edit func(*Config)) *testServer {
+	t.Helper()
 	cfg := Config{
 		Listeners: []Listener{{Name: "PLAINTEXT", Addr: "127.0.0.1:0"}},
 		APIs:      testAPIs,
@@ -170,7 +176,7 @@ func startServer(t testing.TB, h *testHandler, edit func(*Config)) *testServer {
 	}
 	// Logs go to the test's output: shown for failures and with -v.
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := New(cfg, h, logger)
+	srv, err := New(cfg, handler, logger)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -102,6 +102,37 @@ func TestAcksAllProduceGoesToWorker(t *testing.T) {
 	}
 }
 
+// advisedHandler advises every acks=-1 Produce as waiting or not.
+type advisedHandler struct {
+	*testHandler
+	mayWait bool
+}
+
+func (h advisedHandler) ProduceMayWait(*kmsg.ProduceRequest) bool { return h.mayWait }
+
+// An acks=-1 Produce the handler advises cannot wait is answered by the
+// reader; one that may wait goes to the worker.
+func TestAdvisedAcksAllProduce(t *testing.T) {
+	for _, mayWait := range []bool{false, true} {
+		h := newTestHandler()
+		ts := startServerWith(t, advisedHandler{h, mayWait}, h, nil)
+		c := dial(t, ts.addr)
+		send(t, c, loneProduce(-1, 1), loneProduce(-1, 2))
+		for _, want := range []int32{1, 2} {
+			if corr, _ := readResponse(t, c); corr != want {
+				t.Fatalf("correlation id %d, want %d", corr, want)
+			}
+		}
+		want := int64(2)
+		if mayWait {
+			want = 0
+		}
+		if n := ts.srv.inlined.Load(); n != want {
+			t.Errorf("may wait %v: %d requests answered by the reader, want %d", mayWait, n, want)
+		}
+	}
+}
+
 // A lone acks=0 Produce handled by the reader sends nothing, and the
 // connection goes on.
 func TestReaderHandlesLoneAcksZero(t *testing.T) {

@@ -51,6 +51,17 @@ type Handler interface {
 	Handle(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error)
 }
 
+// ProduceWaitAdvisor is implemented by a Handler that can tell, before
+// handling it, whether an acks=-1 Produce may wait for other brokers. The
+// connection's reader answers one that cannot itself, as it does acks 0
+// and 1 (see conn.inline), saving the hand-off to the worker. The advice
+// only places the work: a Produce advised wrongly as not waiting still
+// gets its right answer, but holds the reader while it waits, so reading
+// ahead pauses for that time.
+type ProduceWaitAdvisor interface {
+	ProduceMayWait(req *kmsg.ProduceRequest) bool
+}
+
 // RequestObserver learns of every request answered: the one place the
 // request metrics are taken. It is owned here so that this package needs
 // no metrics library.
