@@ -62,10 +62,14 @@ func newLoopbackPair(recv func(net.Conn) error) (*loopbackPair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on loopback: %w", err)
 	}
-	defer l.Close()
 	p := &loopbackPair{done: make(chan error, 1)}
 	go func() {
+		// The listener closes only once the connection is accepted:
+		// closed any earlier, it would reset the dialled connection still
+		// waiting in its accept queue (the dial returns as soon as the
+		// kernel completes the handshake, maybe before Accept runs).
 		c, err := l.Accept()
+		l.Close()
 		if err != nil {
 			p.done <- err
 			return
@@ -75,6 +79,7 @@ func newLoopbackPair(recv func(net.Conn) error) (*loopbackPair, error) {
 	}()
 	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
+		l.Close() // ends the Accept
 		return nil, fmt.Errorf("dial loopback: %w", err)
 	}
 	p.w = c.(*net.TCPConn)
