@@ -117,10 +117,7 @@ func ProduceJetStream(ctx context.Context, addr, topic string, w Workload, cpu C
 		conns = append(conns, conn{nc, js})
 	}
 	pool := randomPool(uint64(time.Now().UnixNano()))
-	budget := int64(0)
-	if w.MaxBytes > 0 {
-		budget = w.MaxBytes / int64(w.Producers)
-	}
+	budget := w.budget()
 	var sentRecords atomic.Int64
 	m, err := startMeter(cpu)
 	if err != nil {

@@ -88,10 +88,7 @@ func ProduceKafka(ctx context.Context, seeds []string, topic string, w Workload,
 		acked.Add(1)
 		ackedBytes.Add(int64(len(r.Value)))
 	}
-	budget := int64(0)
-	if w.MaxBytes > 0 {
-		budget = w.MaxBytes / int64(w.Producers)
-	}
+	budget := w.budget()
 	m, err := startMeter(cpu)
 	if err != nil {
 		return Result{}, 0, err

@@ -25,6 +25,14 @@ type Workload struct {
 	Sample     time.Duration // if set, the acknowledged rate is sampled this often (Result.Timeline)
 }
 
+// budget is each producer's share of MaxBytes (0: no cap).
+func (w Workload) budget() int64 {
+	if w.MaxBytes <= 0 {
+		return 0
+	}
+	return w.MaxBytes / int64(w.Producers)
+}
+
 // CPUFunc reads the broker's CPU time so far (utime+stime).
 type CPUFunc func() (time.Duration, error)
 

@@ -173,10 +173,7 @@ func ProduceMinimal(ctx context.Context, addr, topic string, w Workload, cpu CPU
 	pool := randomPool(uint64(time.Now().UnixNano()))
 	perBatch := recordsPerBatch(w.RecordSize)
 	blen := batchLen(perBatch, w.RecordSize)
-	budget := int64(0)
-	if w.MaxBytes > 0 {
-		budget = w.MaxBytes / int64(w.Producers)
-	}
+	budget := w.budget()
 	var res Result
 	var acked atomic.Int64
 	m, err := startMeter(cpu)
