@@ -116,45 +116,30 @@ func ProduceJetStream(ctx context.Context, addr, topic string, w Workload, cpu C
 		}
 		conns = append(conns, conn{nc, js})
 	}
-	pool := randomPool(uint64(time.Now().UnixNano()))
 	budget := w.budget()
 	var sentRecords atomic.Int64
-	m, err := startMeter(cpu)
-	if err != nil {
-		return Result{}, err
-	}
-	start := time.Now()
-	deadline := start.Add(w.Duration)
-	var wg sync.WaitGroup
-	for i, c := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			vals := newValues(pool, w.RecordSize, i*(poolSize/len(conns)))
-			var sent int64
-			for n := i; time.Now().Before(deadline) && (budget == 0 || sent < budget) && ctx.Err() == nil; n++ {
-				if _, err := publish(c.js, subject(topic, n%w.Partitions), vals.next()); err != nil {
-					errMu.Lock()
-					firstErr = firstOf(firstErr, err)
-					errMu.Unlock()
-					return
-				}
-				sent += int64(w.RecordSize)
-				sentRecords.Add(1)
-			}
-			select {
-			case <-c.js.PublishAsyncComplete():
-			case <-ctx.Done():
-			case <-time.After(time.Minute):
+	run, err := runProducers(w, cpu, nil, nil, func(i int, vals *values, deadline time.Time) {
+		c := conns[i]
+		var sent int64
+		for n := i; time.Now().Before(deadline) && (budget == 0 || sent < budget) && ctx.Err() == nil; n++ {
+			if _, err := publish(c.js, subject(topic, n%w.Partitions), vals.next()); err != nil {
 				errMu.Lock()
-				firstErr = firstOf(firstErr, fmt.Errorf("%d async publishes unacknowledged after a minute", c.js.PublishAsyncPending()))
+				firstErr = firstOf(firstErr, err)
 				errMu.Unlock()
+				return
 			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	bcpu, ccpu, err := m.stop()
+			sent += int64(w.RecordSize)
+			sentRecords.Add(1)
+		}
+		select {
+		case <-c.js.PublishAsyncComplete():
+		case <-ctx.Done():
+		case <-time.After(time.Minute):
+			errMu.Lock()
+			firstErr = firstOf(firstErr, fmt.Errorf("%d async publishes unacknowledged after a minute", c.js.PublishAsyncPending()))
+			errMu.Unlock()
+		}
+	})
 	if err != nil {
 		return Result{}, err
 	}
@@ -162,7 +147,7 @@ func ProduceJetStream(ctx context.Context, addr, topic string, w Workload, cpu C
 		return Result{}, fmt.Errorf("publish to %s: %d failed, first: %w", topic, failed.Load(), firstErr)
 	}
 	n := sentRecords.Load()
-	return Result{Records: n, Bytes: n * int64(w.RecordSize), Elapsed: elapsed, CPU: bcpu, ClientCPU: ccpu}, nil
+	return Result{Records: n, Bytes: n * int64(w.RecordSize), Elapsed: run.elapsed, CPU: run.broker, ClientCPU: run.clientCPU}, nil
 }
 
 // ConsumeJetStream reads every stream of topic from its start with an

@@ -73,7 +73,6 @@ func ProduceKafka(ctx context.Context, seeds []string, topic string, w Workload,
 	}
 	hook.batches.Store(0)
 	hook.bytes.Store(0)
-	pool := randomPool(uint64(time.Now().UnixNano()))
 
 	var acked, ackedBytes atomic.Int64
 	var errMu sync.Mutex
@@ -89,42 +88,26 @@ func ProduceKafka(ctx context.Context, seeds []string, topic string, w Workload,
 		ackedBytes.Add(int64(len(r.Value)))
 	}
 	budget := w.budget()
-	m, err := startMeter(cpu)
-	if err != nil {
-		return Result{}, 0, err
-	}
-	start := time.Now()
-	deadline := start.Add(w.Duration)
-	stopSampling := sample(w.Sample, &ackedBytes, &res.Timeline)
-	var wg sync.WaitGroup
-	for i, cl := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			vals := newValues(pool, w.RecordSize, i*(poolSize/len(clients)))
-			var sent int64
-			for time.Now().Before(deadline) && (budget == 0 || sent < budget) && ctx.Err() == nil {
-				cl.Produce(ctx, &kgo.Record{Value: vals.next()}, promise)
-				sent += int64(w.RecordSize)
-			}
-			if err := cl.Flush(ctx); err != nil {
-				errMu.Lock()
-				firstErr = firstOf(firstErr, fmt.Errorf("flush: %w", err))
-				errMu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	stopSampling()
-	bcpu, ccpu, err := m.stop()
+	run, err := runProducers(w, cpu, &ackedBytes, &res.Timeline, func(i int, vals *values, deadline time.Time) {
+		cl := clients[i]
+		var sent int64
+		for time.Now().Before(deadline) && (budget == 0 || sent < budget) && ctx.Err() == nil {
+			cl.Produce(ctx, &kgo.Record{Value: vals.next()}, promise)
+			sent += int64(w.RecordSize)
+		}
+		if err := cl.Flush(ctx); err != nil {
+			errMu.Lock()
+			firstErr = firstOf(firstErr, fmt.Errorf("flush: %w", err))
+			errMu.Unlock()
+		}
+	})
 	if err != nil {
 		return Result{}, 0, err
 	}
 	if firstErr != nil {
 		return Result{}, 0, fmt.Errorf("produce to %s: %w", topic, firstErr)
 	}
-	res.Records, res.Bytes, res.Elapsed, res.CPU, res.ClientCPU = acked.Load(), ackedBytes.Load(), elapsed, bcpu, ccpu
+	res.Records, res.Bytes, res.Elapsed, res.CPU, res.ClientCPU = acked.Load(), ackedBytes.Load(), run.elapsed, run.broker, run.clientCPU
 	res.BatchBytes = hook.mean()
 	return res, int64(w.Producers), nil
 }

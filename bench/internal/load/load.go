@@ -8,6 +8,7 @@ package load
 import (
 	"math/rand/v2"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -67,6 +68,43 @@ func (m *meter) stop() (broker, client time.Duration, err error) {
 		return 0, 0, err
 	}
 	return b - m.broker0, self - m.self0, nil
+}
+
+// timedRun is what runProducers measured around the producers.
+type timedRun struct {
+	elapsed           time.Duration // first send to the last producer's return
+	broker, clientCPU time.Duration // over elapsed
+}
+
+// runProducers runs one goroutine per producer, each given its own
+// values out of one fresh random pool and the run's deadline, between
+// the start and the stop of the CPU meter and the clock, and with *acked
+// (bytes) sampled into timeline every w.Sample when acked is not nil. It
+// returns once every producer has.
+func runProducers(w Workload, cpu CPUFunc, acked *atomic.Int64, timeline *[]float64, each func(i int, vals *values, deadline time.Time)) (timedRun, error) {
+	pool := randomPool(uint64(time.Now().UnixNano()))
+	m, err := startMeter(cpu)
+	if err != nil {
+		return timedRun{}, err
+	}
+	start := time.Now()
+	deadline := start.Add(w.Duration)
+	stopSampling := func() {}
+	if acked != nil {
+		stopSampling = sample(w.Sample, acked, timeline)
+	}
+	var wg sync.WaitGroup
+	for i := range w.Producers {
+		wg.Go(func() { each(i, newValues(pool, w.RecordSize, i*(poolSize/w.Producers)), deadline) })
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stopSampling()
+	b, c, err := m.stop()
+	if err != nil {
+		return timedRun{}, err
+	}
+	return timedRun{elapsed: elapsed, broker: b, clientCPU: c}, nil
 }
 
 // Result is one measured run.

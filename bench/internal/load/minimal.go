@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -170,33 +169,15 @@ func ProduceMinimal(ctx context.Context, addr, topic string, w Workload, cpu CPU
 			}
 		}
 	}
-	pool := randomPool(uint64(time.Now().UnixNano()))
 	perBatch := recordsPerBatch(w.RecordSize)
 	blen := batchLen(perBatch, w.RecordSize)
 	budget := w.budget()
 	var res Result
 	var acked atomic.Int64
-	m, err := startMeter(cpu)
-	if err != nil {
-		return Result{}, err
-	}
-	start := time.Now()
-	deadline := start.Add(w.Duration)
-	stopSampling := sample(w.Sample, &acked, &res.Timeline)
 	errs := make([]error, len(conns))
-	var wg sync.WaitGroup
-	for i, c := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			vals := newValues(pool, w.RecordSize, i*(poolSize/len(conns)))
-			errs[i] = c.produce(ctx, topic, w, acks, pids[i], int32(i), vals, perBatch, blen, deadline, budget, &acked)
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	stopSampling()
-	bcpu, ccpu, err := m.stop()
+	run, err := runProducers(w, cpu, &acked, &res.Timeline, func(i int, vals *values, deadline time.Time) {
+		errs[i] = conns[i].produce(ctx, topic, w, acks, pids[i], int32(i), vals, perBatch, blen, deadline, budget, &acked)
+	})
 	if err != nil {
 		return Result{}, err
 	}
@@ -207,7 +188,7 @@ func ProduceMinimal(ctx context.Context, addr, topic string, w Workload, cpu CPU
 	}
 	res.Bytes = acked.Load()
 	res.Records = res.Bytes / int64(w.RecordSize)
-	res.Elapsed, res.CPU, res.ClientCPU = elapsed, bcpu, ccpu
+	res.Elapsed, res.CPU, res.ClientCPU = run.elapsed, run.broker, run.clientCPU
 	res.BatchBytes = float64(perBatch * w.RecordSize)
 	return res, nil
 }
