@@ -47,9 +47,9 @@ var errFrameSize = errors.New("request frame size out of bounds")
 // conn is one client connection. Two goroutines serve it: a reader that
 // frames and parses requests into a bounded queue, and the worker (the
 // goroutine running serve) that handles them one at a time and writes the
-// responses in order. When the worker is idle, the reader handles an
-// acks 0 or 1 Produce itself (see inline): one goroutine at a time
-// answers, in order either way. An optional third
+// responses in order. When the worker is idle, the reader handles a
+// Produce that does not wait for other brokers itself (see inline): one
+// goroutine at a time answers, in order either way. An optional third
 // closes the connection when idle.
 type conn struct {
 	s        *Server
@@ -230,8 +230,7 @@ func (c *conn) inline(p parsed) bool {
 	if req.Acks != -1 {
 		return true
 	}
-	a, ok := c.s.handler.(ProduceWaitAdvisor)
-	return ok && !a.ProduceMayWait(req)
+	return c.s.advisor != nil && !c.s.advisor.ProduceMayWait(req)
 }
 
 // readRequest reads and parses one request. Protocol errors come back

@@ -199,9 +199,11 @@ type Config struct {
 
 // Server accepts connections on its listeners and serves them.
 type Server struct {
-	cfg       Config
-	versions  *versionTable
-	handler   Handler
+	cfg      Config
+	versions *versionTable
+	handler  Handler
+	// advisor is handler's ProduceWaitAdvisor, nil if it is none.
+	advisor   ProduceWaitAdvisor
 	log       *slog.Logger
 	listeners []boundListener
 	pool      *memPool
@@ -248,7 +250,9 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
+	advisor, _ := h.(ProduceWaitAdvisor)
 	s := &Server{
+		advisor:    advisor,
 		cfg:        cfg,
 		versions:   versions,
 		handler:    h,
