@@ -117,38 +117,10 @@ func (p *loopbackPair) wait() error {
 }
 
 // Loopback streams total bytes over a loopback TCP connection in writes
-// of batch bytes, cut from 4 MiB of random bytes and read on the other
-// side into a buffer of the same size: the most a broker could take in
-// over one connection with these batches, with no protocol, no
-// acknowledgements and no storage. The source stays in the CPU's caches,
-// as a producer's few request buffers do.
+// of batch bytes, read on the other side into a buffer of the same size:
+// the most a broker could take in over one connection with these
+// batches, with no protocol, no acknowledgements and no storage.
 func Loopback(total int64, batch int) (Result, error) {
-	return loopback(total, batch, pattern(4<<20))
-}
-
-// maxMemorySource caps LoopbackFromMemory's source buffer: far larger
-// than any CPU cache, so its bytes come from memory either way.
-const maxMemorySource = 1 << 30
-
-// LoopbackFromMemory is Loopback with each byte sent from a buffer as
-// large as total (up to 1 GiB, then from its start again), so the bytes
-// come from memory, not from the CPU's caches: the most a broker could
-// send a log of total bytes at over one connection, with no protocol.
-// On the machine of the suite's runs a source of 4 MiB streamed at about
-// 1.7x the rate of one of 512 MiB; a consumer reads a log far larger
-// than the caches, so its limit is this one.
-func LoopbackFromMemory(total int64, batch int) (Result, error) {
-	src := make([]byte, min(total, maxMemorySource))
-	// Written, not just allocated: untouched pages would all read the
-	// kernel's one zero page, which stays in the cache.
-	p := pattern(4 << 20)
-	for off := 0; off < len(src); off += len(p) {
-		copy(src[off:], p)
-	}
-	return loopback(total, batch, src)
-}
-
-func loopback(total int64, batch int, src []byte) (Result, error) {
 	if batch <= 0 {
 		return Result{}, fmt.Errorf("loopback batch %d", batch)
 	}
@@ -158,7 +130,7 @@ func loopback(total int64, batch int, src []byte) (Result, error) {
 	}
 	defer p.w.Close()
 	start := time.Now()
-	if err := writeChunks(total, batch, src, p.w.Write); err != nil {
+	if err := writeChunks(total, batch, pattern(4<<20), p.w.Write); err != nil {
 		return Result{}, fmt.Errorf("loopback write: %w", err)
 	}
 	if err := p.wait(); err != nil {

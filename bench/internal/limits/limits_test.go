@@ -15,9 +15,6 @@ func TestLimitsMoveTheirBytes(t *testing.T) {
 	if r, err := Loopback(total, 100<<10); err != nil || r.Bytes != total || r.Elapsed <= 0 {
 		t.Errorf("loopback %+v %v", r, err)
 	}
-	if r, err := LoopbackFromMemory(total, 100<<10); err != nil || r.Bytes != total || r.Elapsed <= 0 {
-		t.Errorf("loopback from memory %+v %v", r, err)
-	}
 	if r, err := FileAppend(dir, total, 16<<10, 1<<20); err != nil || r.Bytes != total {
 		t.Errorf("file append %+v %v", r, err)
 	}

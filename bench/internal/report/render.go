@@ -27,7 +27,7 @@ func Render(r *Run, charts []Chart) string {
 			"And the store floor: the same bytes in the same batches over loopback TCP, read on one thread (locked to it) into one buffer, " +
 			"checked with CRC-32C and appended to a file, as a broker must do at the least; its CPU per GB is that thread's " +
 			"utime+stime, the kernel's copies out of the socket and into the page cache included, so no broker that stores by copying can spend less."},
-		{Consume, "Consume from the page cache", "Limits: the same bytes streamed over one loopback TCP connection in 1 MiB writes, from memory (a buffer as large as what was consumed, up to 1 GiB, as a log's bytes are; the consume target's limit) and from 4 MiB that stay in the CPU's caches (as in the produce limit, but no log of a gigabyte is served from there); and sendfile of a file of the same bytes to a loopback socket in 1 MiB chunks."},
+		{Consume, "Consume from the page cache", "Limits: the loopback stream above (the producer's batches), and sendfile of a file of the same bytes to a loopback socket in 1 MiB chunks."},
 		{ProduceMinimal, "Produce with the minimal client", "The headline produce cases again, with the suite's minimal client in place of franz-go, against weir and kfake in the same rounds: " +
 			"it copies each value into a v2 batch it builds in the request buffer, checksums the batch with CRC-32C and sends one batch of about 1 MB per Produce, " +
 			"to the partitions in turn, with up to five requests in flight (the Java producer's default; idempotent at acks=-1), and does nothing else. " +

@@ -17,7 +17,6 @@ const (
 // Names of the limits and of the cluster case's series.
 const (
 	LimitLoopback     = "loopback TCP"
-	LimitLoopbackMem  = "loopback TCP from memory"
 	LimitClient       = "client limit"
 	LimitStore        = "store floor"
 	LimitFileAppend   = "file append"
@@ -105,7 +104,7 @@ func (r *Run) Targets() []Target {
 		{"Produce 1 KiB acks=1: at least 3x JetStream", prod1, "", "JetStream", false, true, 3},
 		{"Produce 1 KiB acks=1: at least 0.5 of the loopback limit", prod1, mprod1, LimitLoopback, false, true, 0.5},
 		{"Consume from page cache: at least 2x kfake", cons, mcons, "kfake", false, true, 2},
-		{"Consume from page cache: at least 0.6 of the loopback limit (from memory: a log's bytes are not in the CPU's caches)", cons, mcons, LimitLoopbackMem, false, true, 0.6},
+		{"Consume from page cache: at least 0.6 of the loopback limit", cons, mcons, LimitLoopback, false, true, 0.6},
 	}
 	var ts []Target
 	for _, g := range goals {
@@ -160,19 +159,7 @@ func (r *Run) References() []Target {
 	bound := ClientBound(r.peerOf(cons, "weir"), r.Machine.Cores)
 	ref("Consume as a fraction of the client bound (the cores / the consumer's own CPU per GB)", r.peerOf(cons, "weir"), bound)
 	ref("Consume: the client bound as a multiple of kfake (the most any broker could reach)", bound, r.peerOf(cons, "kfake"))
-	ref("Consume: the client bound as a fraction of the loopback limit from memory", bound, r.peerOf(cons, LimitLoopbackMem))
-	mcons := CaseID(ConsumeMinimal, headSize, headPartitions, 1, 1)
-	for _, id := range []string{cons, mcons} {
-		if r.Find(id) == nil {
-			continue
-		}
-		client := "franz-go"
-		if id == mcons {
-			client = "the minimal client"
-		}
-		ref("Consume with "+client+" as a fraction of the loopback limit from 4 MiB of bytes that stay in the CPU's caches (what the consume target was first measured against)",
-			r.peerOf(id, "weir"), r.peerOf(id, LimitLoopback))
-	}
+	ref("Consume: the client bound as a fraction of the loopback limit", bound, r.peerOf(cons, LimitLoopback))
 	// franz-go decodes all of one broker's fetch responses on one
 	// goroutine, so against one broker the consumer runs on about one
 	// core: the one-core bound is the closer ceiling.

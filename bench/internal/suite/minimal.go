@@ -34,7 +34,7 @@ func newMinimalCases(w load.Workload, brokers []*peer.Broker) *minimalCases {
 		report.LimitLoopback, report.LimitStore)
 	if w.Acks == 1 {
 		m.cons = newCase(report.ConsumeMinimal, w.RecordSize, w.Partitions, w.Producers, w.Acks, m.brokers,
-			report.LimitLoopbackMem, report.LimitLoopback, report.LimitSendfile)
+			report.LimitLoopback, report.LimitSendfile)
 	}
 	return m
 }

@@ -73,7 +73,7 @@ func (s *Suite) produceCombo(ctx context.Context, size, parts, prods, acks int) 
 
 	cc := comboCases{prod: newCase(report.Produce, size, parts, prods, acks, brokers, report.LimitLoopback, report.LimitClient, report.LimitStore)}
 	if prods == 1 && acks == 1 {
-		cc.cons = newCase(report.Consume, size, parts, prods, acks, brokers, report.LimitLoopbackMem, report.LimitLoopback, report.LimitSendfile)
+		cc.cons = newCase(report.Consume, size, parts, prods, acks, brokers, report.LimitLoopback, report.LimitSendfile)
 		var disk []*peer.Broker
 		for _, b := range brokers {
 			if b.Dir != "" {
@@ -224,16 +224,11 @@ func (s *Suite) limitRound(cc comboCases, bytes int64, batch float64) {
 	if cc.cons == nil {
 		return
 	}
-	for _, v := range []struct {
-		name string
-		run  func(int64, int) (limits.Result, error)
-	}{{report.LimitLoopbackMem, limits.LoopbackFromMemory}, {report.LimitLoopback, limits.Loopback}} {
-		lr, err = v.run(bytes, fetchChunk)
-		if err != nil {
-			s.note("%s %s limit: %v", cc.cons.ID, v.name, err)
-		}
-		addLimit(cc.cons.Peer(v.name), lr.Bytes, lr.Elapsed, err == nil)
+	lr, err = limits.Loopback(bytes, fetchChunk)
+	if err != nil {
+		s.note("%s loopback limit: %v", cc.cons.ID, err)
 	}
+	addLimit(cc.cons.Peer(report.LimitLoopback), lr.Bytes, lr.Elapsed, err == nil)
 	for _, v := range []struct {
 		c    *report.Case
 		name string
