@@ -44,3 +44,15 @@ func TestLimitsMoveTheirBytes(t *testing.T) {
 		t.Errorf("evict: %v", err)
 	}
 }
+
+func TestStallProbe(t *testing.T) {
+	late := StartStallProbe().Stop()
+	if len(late) == 0 {
+		t.Fatal("no wake-ups")
+	}
+	for _, d := range late {
+		if d < -stallNap {
+			t.Fatalf("woke %v early", -d)
+		}
+	}
+}

@@ -31,7 +31,8 @@ import (
 //     CRC-32C and walks every record to its value.
 //
 // It speaks to one broker (the seed is every partition's leader) and has
-// no retries: an error fails the run.
+// no retries: an error fails the run. LatencyMinimal (minimal_latency.go)
+// drives the same producer and consumer at a fixed rate instead.
 
 // minimalInFlight is how many Produce requests a connection keeps in
 // flight: the Java producer's max.in.flight.requests.per.connection.
@@ -82,7 +83,9 @@ type producerID struct {
 
 // appendBatch appends a v2 record batch of n records whose values come
 // from vals, stamped now (ms), as producer pid with first sequence seq.
-func appendBatch(dst []byte, vals *values, n int, size int, pid producerID, seq int32, now int64) []byte {
+// With stamps (the latency runs), value i starts with stamps[i], its send
+// time in Unix nanoseconds, big-endian.
+func appendBatch(dst []byte, vals *values, n int, size int, pid producerID, seq int32, now int64, stamps []int64) []byte {
 	start := len(dst)
 	dst = binary.BigEndian.AppendUint64(dst, 0)          // base offset: the broker assigns it
 	dst = binary.BigEndian.AppendUint32(dst, 0)          // batch length, below
@@ -104,6 +107,9 @@ func appendBatch(dst []byte, vals *values, n int, size int, pid producerID, seq 
 		dst = append(dst, 1) // key length -1 (zigzag)
 		dst = binary.AppendVarint(dst, int64(size))
 		dst = append(dst, vals.next()...)
+		if stamps != nil {
+			binary.BigEndian.PutUint64(dst[len(dst)-size:], uint64(stamps[i]))
+		}
 		dst = append(dst, 0) // no headers
 	}
 	b := dst[start:]
@@ -240,7 +246,7 @@ func (m *minConn) produce(ctx context.Context, topic string, w Workload, acks in
 			seqs[p] += int32(perBatch)
 		}
 		buf = m.produceRequest(buf, topic, p, acks, func(dst []byte) []byte {
-			return appendBatch(dst, vals, perBatch, w.RecordSize, pid, seq, now)
+			return appendBatch(dst, vals, perBatch, w.RecordSize, pid, seq, now, nil)
 		}, blen)
 		sent <- p
 		if err = m.write(buf); err != nil {

@@ -60,7 +60,7 @@ func ConsumeMinimal(ctx context.Context, addr, topic string, partitions int, wan
 		if err := c.response(resp); err != nil {
 			return Result{}, err
 		}
-		n, err := takeFetch(resp, offsets, &res)
+		n, err := takeFetch(resp, offsets, &res, nil)
 		if err != nil {
 			return Result{}, fmt.Errorf("consume %s: %w", topic, err)
 		}
@@ -103,8 +103,8 @@ func fetchRequest(topic string, partitions int) *kmsg.FetchRequest {
 
 // takeFetch checks and counts the whole batches of a Fetch response,
 // moving each partition's offset past them, and returns how many records
-// it took.
-func takeFetch(resp *kmsg.FetchResponse, offsets []int64, res *Result) (int64, error) {
+// it took. each, if not nil, gets every record's value.
+func takeFetch(resp *kmsg.FetchResponse, offsets []int64, res *Result, each func(value []byte)) (int64, error) {
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return 0, err
 	}
@@ -117,7 +117,7 @@ func takeFetch(resp *kmsg.FetchResponse, offsets []int64, res *Result) (int64, e
 			if p.Partition < 0 || int(p.Partition) >= len(offsets) {
 				return n, fmt.Errorf("fetch response for partition %d", p.Partition)
 			}
-			k, next, err := takeBatches(p.RecordBatches, offsets[p.Partition], res)
+			k, next, err := takeBatches(p.RecordBatches, offsets[p.Partition], res, each)
 			if err != nil {
 				return n, fmt.Errorf("partition %d at offset %d: %w", p.Partition, offsets[p.Partition], err)
 			}
@@ -132,8 +132,9 @@ func takeFetch(resp *kmsg.FetchResponse, offsets []int64, res *Result) (int64, e
 // by the fetch size, is left for the next fetch), checking each one's
 // CRC-32C and every record's framing, skipping batches before offset,
 // and adds the records and their value bytes to res. It returns the
-// records taken and the next offset to fetch.
-func takeBatches(b []byte, offset int64, res *Result) (int64, int64, error) {
+// records taken and the next offset to fetch. each, if not nil, gets
+// every value taken.
+func takeBatches(b []byte, offset int64, res *Result, each func(value []byte)) (int64, int64, error) {
 	var n int64
 	for len(b) >= batchHeaderLen {
 		length := int(int32(binary.BigEndian.Uint32(b[8:])))
@@ -160,7 +161,7 @@ func takeBatches(b []byte, offset int64, res *Result) (int64, int64, error) {
 			return n, offset, errors.New("compressed batch")
 		}
 		count := int(int32(binary.BigEndian.Uint32(batch[57:])))
-		values, err := walkRecords(batch[batchHeaderLen:], count)
+		values, err := walkRecords(batch[batchHeaderLen:], count, each)
 		if err != nil {
 			return n, offset, err
 		}
@@ -174,8 +175,9 @@ func takeBatches(b []byte, offset int64, res *Result) (int64, int64, error) {
 	return n, offset, nil
 }
 
-// walkRecords reads count records and returns their value bytes.
-func walkRecords(b []byte, count int) (int64, error) {
+// walkRecords reads count records and returns their value bytes,
+// handing each value to each if it is not nil.
+func walkRecords(b []byte, count int, each func(value []byte)) (int64, error) {
 	var values int64
 	for range count {
 		length, k := binary.Varint(b)
@@ -184,11 +186,14 @@ func walkRecords(b []byte, count int) (int64, error) {
 		}
 		rec := b[k : k+int(length)]
 		b = b[k+int(length):]
-		v, err := recordValueLen(rec)
+		v, err := recordValue(rec)
 		if err != nil {
 			return 0, err
 		}
-		values += int64(v)
+		if each != nil {
+			each(v)
+		}
+		values += int64(len(v))
 	}
 	if len(b) != 0 {
 		return 0, fmt.Errorf("%d bytes after the batch's records", len(b))
@@ -196,28 +201,30 @@ func walkRecords(b []byte, count int) (int64, error) {
 	return values, nil
 }
 
-// recordValueLen parses a record's body to its value and returns the
-// value's length.
-func recordValueLen(rec []byte) (int, error) {
+// recordValue parses a record's body to its value (nil if null).
+func recordValue(rec []byte) ([]byte, error) {
 	if len(rec) < 1 {
-		return 0, errors.New("empty record")
+		return nil, errors.New("empty record")
 	}
 	rec = rec[1:] // attributes
 	for range 2 { // timestamp delta, offset delta
 		_, k := binary.Varint(rec)
 		if k <= 0 {
-			return 0, errors.New("record header")
+			return nil, errors.New("record header")
 		}
 		rec = rec[k:]
 	}
 	keyLen, k := binary.Varint(rec)
 	if k <= 0 || keyLen > int64(len(rec)-k) {
-		return 0, errors.New("record key")
+		return nil, errors.New("record key")
 	}
 	rec = rec[k+int(max(keyLen, 0)):]
 	valueLen, k := binary.Varint(rec)
 	if k <= 0 || valueLen > int64(len(rec)-k) {
-		return 0, errors.New("record value")
+		return nil, errors.New("record value")
 	}
-	return int(max(valueLen, 0)), nil
+	if valueLen < 0 {
+		return nil, nil
+	}
+	return rec[k : k+int(valueLen)], nil
 }

@@ -17,13 +17,13 @@ func TestMinimalProduceRequestMatchesKmsg(t *testing.T) {
 	vals := newValues(randomPool(2), 100, 0)
 	pid := producerID{id: 7, epoch: 1}
 	n := 5
-	batch := appendBatch(nil, newValues(randomPool(2), 100, 0), n, 100, pid, 3, 1234)
+	batch := appendBatch(nil, newValues(randomPool(2), 100, 0), n, 100, pid, 3, 1234, nil)
 	if len(batch) != batchLen(n, 100) {
 		t.Fatalf("batch of %d bytes, batchLen says %d", len(batch), batchLen(n, 100))
 	}
 	m := &minConn{}
 	got := m.produceRequest(nil, "orders", 2, -1, func(dst []byte) []byte {
-		return appendBatch(dst, vals, n, 100, pid, 3, 1234)
+		return appendBatch(dst, vals, n, 100, pid, 3, 1234, nil)
 	}, len(batch))
 
 	req := kmsg.NewPtrProduceRequest()
@@ -107,5 +107,38 @@ func TestMinimalClientRoundTrip(t *testing.T) {
 			})
 		}
 		cl.Close()
+	}
+}
+
+// The minimal latency client gets every record it sends back, each with
+// a latency that is positive and below the run's length.
+func TestMinimalLatencyRoundTrip(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	ctx := context.Background()
+	adm, err := NewAdmin([]string{addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if err := adm.CreateTopic(ctx, "lat", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	run := LatencyRun{Size: 1024, Rate: 20_000, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond}
+	res, err := LatencyMinimal(ctx, addr, "lat", run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent < 1000 || len(res.Samples) == 0 || int64(len(res.Samples)) > res.Sent {
+		t.Fatalf("sent %d, %d samples", res.Sent, len(res.Samples))
+	}
+	for _, d := range res.Samples {
+		if d <= 0 || d > res.Elapsed {
+			t.Fatalf("latency %v in a run of %v", d, res.Elapsed)
+		}
 	}
 }

@@ -162,15 +162,18 @@ func latencyBars(r *Run) (*plot.Plot, bool) {
 	w := vg.Points(18)
 	var labels []string
 	for _, l := range r.Latency {
-		if l.PeakMBps == 0 {
-			labels = append(labels, fmt.Sprintf("%s\n%.0f/s", l.Peer, l.Rate))
-			continue
+		name := l.Peer
+		if l.Minimal {
+			name += " min."
 		}
-		if l.EndToEnd {
-			labels = append(labels, l.Peer+"\nhalf e2e")
-			continue
+		switch {
+		case l.PeakMBps == 0:
+			labels = append(labels, fmt.Sprintf("%s\n%.0f/s", name, l.Rate))
+		case l.EndToEnd:
+			labels = append(labels, name+"\nhalf e2e")
+		default:
+			labels = append(labels, name+"\nhalf of peak")
 		}
-		labels = append(labels, l.Peer+"\nhalf of peak")
 	}
 	for i, pc := range pcts {
 		vals := make(plotter.Values, len(r.Latency))

@@ -90,7 +90,18 @@ type Latency struct {
 	// EndToEnd: PeakMBps is the rate producer, broker and consumer
 	// sustained together (an unpaced latency run), not the produce peak.
 	EndToEnd bool
-	Rounds   []LatencyRound
+	// Minimal: measured with the suite's minimal client (load.LatencyMinimal)
+	// at the same rate as the broker's row with its usual client.
+	Minimal bool
+	Rounds  []LatencyRound
+}
+
+// Label is the broker's name, and the client when it is the minimal one.
+func (l Latency) Label() string {
+	if l.Minimal {
+		return l.Peer + " (minimal client)"
+	}
+	return l.Peer
 }
 
 // LatencyRound is one run's percentiles.
@@ -103,6 +114,9 @@ type LatencyRound struct {
 	// written, and consumer Fetch handling with the long-poll wait left
 	// out (LocalTime).
 	BrokerProduceP99, BrokerFetchP99 time.Duration
+	// How late a goroutine that sleeps 200 us in a loop beside the run
+	// woke (limits.StallProbe): its p99.9 and its worst. 0: not measured.
+	StallP999, StallMax time.Duration
 }
 
 // WriteLatency is a paced file append's write times, one entry per round.

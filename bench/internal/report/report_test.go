@@ -34,7 +34,8 @@ func sampleRun() *Run {
 		Cases:    []Case{prod, cons},
 		Latency: []Latency{{Peer: "weir", RecordSize: 1024, Rate: 1000, PeakMBps: 2,
 			Rounds: []LatencyRound{{N: 10, P50: time.Millisecond, P99: 3 * time.Millisecond, P999: 9 * time.Millisecond, Received: 950,
-				BrokerProduceP99: 500 * time.Microsecond, BrokerFetchP99: 250 * time.Microsecond}}},
+				BrokerProduceP99: 500 * time.Microsecond, BrokerFetchP99: 250 * time.Microsecond,
+				StallP999: 4 * time.Millisecond, StallMax: 7 * time.Millisecond}}},
 			{Peer: "weir", RecordSize: 1024, Rate: 500, PeakMBps: 1, EndToEnd: true,
 				Rounds: []LatencyRound{{N: 10, P50: time.Millisecond, P99: 6 * time.Millisecond, P999: 9 * time.Millisecond, Received: 500}}}},
 		WriteLatency: &WriteLatency{Chunk: 256 << 10, MBps: 150, Max: []time.Duration{7 * time.Millisecond},
@@ -112,8 +113,8 @@ func TestRender(t *testing.T) {
 		"| 1 KiB · 8 part | 800 | 500 | 1.60x | 2000 | 0.40x |",
 		"| 1 KiB · 8 part | 0.20 | 0.50 | 0.40x | 2.00 | 1000 |",
 		"| 256 KiB | 0.20 | 2.00 | 5.00 | 7.00 | 2860 |",
-		"| weir | 1000 (1.02) | 2.00 | 950 | 1.00 | 3.00 | 9.00 | 0.50 | 0.25 | 10 |",
-		"| weir | 500 (0.51) | 1.00 (e2e) | 500 | 1.00 | 6.00 | 9.00 | — | — | 10 |",
+		"| weir | 1000 (1.02) | 2.00 | 950 | 1.00 | 3.00 | 9.00 | 0.50 | 0.25 | 4.00 | 7.00 | 10 |",
+		"| weir | 500 (0.51) | 1.00 (e2e) | 500 | 1.00 | 6.00 | 9.00 | — | — | — | — | 10 |",
 		"- something failed across lines",
 		"![Produce](benchmarks/produce.png)",
 	} {
@@ -242,4 +243,39 @@ func countGoal(ts []Target, goal string) int {
 		}
 	}
 	return n
+}
+
+// Latency rows of the minimal client give their own target rows, right
+// after the franz-go ones, and their own label.
+func TestMinimalLatencyTargets(t *testing.T) {
+	r := sampleRun()
+	if n := countGoal(r.Targets(), "the same with the minimal client"); n != 0 {
+		t.Fatalf("%d minimal-client rows without its latency rows", n)
+	}
+	for _, l := range append([]Latency(nil), r.Latency...) {
+		l.Minimal = true
+		l.Rounds = []LatencyRound{{N: 10, P50: time.Millisecond, P99: 2 * time.Millisecond, P999: 3 * time.Millisecond, Received: 500}}
+		if l.EndToEnd {
+			l.Rounds[0].P99 = 4 * time.Millisecond
+		}
+		r.Latency = append(r.Latency, l)
+	}
+	var got []string
+	for _, tg := range r.Targets() {
+		if strings.Contains(tg.Goal, "latency") || strings.Contains(tg.Goal, "end-to-end peak") || tg.Goal == "the same with the minimal client" {
+			got = append(got, tg.Goal+": "+tg.Measured+" "+tg.Met)
+		}
+	}
+	want := []string{
+		"p99 end-to-end latency at half of peak (one node): below 5 ms: 3.00 ms met",
+		"the same with the minimal client: 2.00 ms met",
+		"the same at half of the end-to-end peak (producer, broker and consumer together): 6.00 ms not met",
+		"the same with the minimal client: 4.00 ms met",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("latency targets:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if page := Render(r, nil); !strings.Contains(page, "| weir (minimal client) | 500 (0.51) | 1.00 (e2e) |") {
+		t.Errorf("no minimal-client latency row in the page")
+	}
 }

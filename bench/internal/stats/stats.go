@@ -71,12 +71,17 @@ func Percentile(sorted []time.Duration, q float64) time.Duration {
 type Latencies struct {
 	N              int
 	P50, P99, P999 time.Duration
+	Max            time.Duration
 }
 
 // LatencyPercentiles sorts ds in place and takes its percentiles.
 func LatencyPercentiles(ds []time.Duration) Latencies {
 	slices.Sort(ds)
-	return Latencies{N: len(ds), P50: Percentile(ds, 0.50), P99: Percentile(ds, 0.99), P999: Percentile(ds, 0.999)}
+	l := Latencies{N: len(ds), P50: Percentile(ds, 0.50), P99: Percentile(ds, 0.99), P999: Percentile(ds, 0.999)}
+	if len(ds) > 0 {
+		l.Max = ds[len(ds)-1]
+	}
+	return l
 }
 
 // PerGB is seconds of CPU per GB (10^9 bytes) moved; NaN for no bytes.

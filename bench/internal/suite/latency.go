@@ -65,7 +65,7 @@ func (s *Suite) latency(ctx context.Context) error {
 	// produce peak the latency is then the consumer's queue. Half of what
 	// they sustain together is the second reading of "half of peak".
 	for _, b := range brokers {
-		res, err := s.latencyRound(ctx, b, load.LatencyRun{Size: size, Rate: math.Inf(1), Duration: s.cfg.Latency})
+		res, err := s.latencyRound(ctx, b, load.LatencyRun{Size: size, Rate: math.Inf(1), Duration: s.cfg.Latency}, false)
 		if err != nil {
 			s.note("end-to-end peak on %s: %v", b.Name, err)
 			continue
@@ -75,6 +75,14 @@ func (s *Suite) latency(ctx context.Context) error {
 	}
 	for _, b := range brokers {
 		out = append(out, report.Latency{Peer: b.Name, RecordSize: size, Rate: lowRate})
+	}
+	// The Kafka brokers again at the same rates with the minimal client,
+	// whose own cost and tail are a fraction of franz-go's.
+	for _, l := range out {
+		if l.Peer != peer.JetStream {
+			l.Minimal = true
+			out = append(out, l)
+		}
 	}
 	wl := writeFloor(out)
 	for r := range s.cfg.Rounds {
@@ -87,15 +95,16 @@ func (s *Suite) latency(ctx context.Context) error {
 					continue
 				}
 				run := load.LatencyRun{Size: size, Rate: out[i].Rate, Duration: s.cfg.Latency, Warmup: 500 * time.Millisecond}
-				res, err := s.latencyRound(ctx, b, run)
+				res, err := s.latencyRound(ctx, b, run, out[i].Minimal)
 				if err != nil {
-					s.note("latency at %.0f records/s on %s: %v", run.Rate, b.Name, err)
+					s.note("latency at %.0f records/s on %s: %v", run.Rate, out[i].Label(), err)
 					continue
 				}
 				l := stats.LatencyPercentiles(res.result.Samples)
 				out[i].Rounds = append(out[i].Rounds, report.LatencyRound{N: l.N, P50: l.P50, P99: l.P99, P999: l.P999,
 					Received:         float64(l.N) / (run.Duration - run.Warmup).Seconds(),
-					BrokerProduceP99: res.produceP99, BrokerFetchP99: res.fetchP99})
+					BrokerProduceP99: res.produceP99, BrokerFetchP99: res.fetchP99,
+					StallP999: res.stallP999, StallMax: res.stallMax})
 			}
 		}
 	}
@@ -113,7 +122,7 @@ const writeChunk = 256 << 10
 // latency rate, or nil when weir has none.
 func writeFloor(ls []report.Latency) *report.WriteLatency {
 	for _, l := range ls {
-		if l.Peer == peer.Weir && l.EndToEnd {
+		if l.Peer == peer.Weir && l.EndToEnd && !l.Minimal {
 			return &report.WriteLatency{Chunk: writeChunk, MBps: l.Rate * float64(l.RecordSize) / 1e6}
 		}
 	}
@@ -138,6 +147,7 @@ func (s *Suite) writeFloorRound(wl *report.WriteLatency) {
 type roundResult struct {
 	result               load.LatencyResult
 	produceP99, fetchP99 time.Duration
+	stallP999, stallMax  time.Duration // the stall probe's, over the run
 }
 
 // Series of weir's /metrics the latency case reads.
@@ -146,7 +156,9 @@ const (
 	localTimeSeries = "kafka_network_requestmetrics_localtime_seconds"
 )
 
-func (s *Suite) latencyRound(ctx context.Context, b *peer.Broker, run load.LatencyRun) (roundResult, error) {
+// latencyRound runs one latency run on a new topic of b, with the
+// minimal client if minimal.
+func (s *Suite) latencyRound(ctx context.Context, b *peer.Broker, run load.LatencyRun, minimal bool) (roundResult, error) {
 	var out roundResult
 	topic := s.topic()
 	if err := createTopic(ctx, b, topic, 1, 1, nil); err != nil {
@@ -165,11 +177,17 @@ func (s *Suite) latencyRound(ctx context.Context, b *peer.Broker, run load.Laten
 		}
 	}
 	var err error
-	if isNATS(b) {
+	probe := limits.StartStallProbe()
+	switch {
+	case isNATS(b):
 		out.result, err = load.LatencyJetStream(ctx, b.Addrs[0], topic, run)
-	} else {
+	case minimal:
+		out.result, err = load.LatencyMinimal(ctx, b.Addrs[0], topic, run)
+	default:
 		out.result, err = load.LatencyKafka(ctx, b.Addrs, topic, run)
 	}
+	late := stats.LatencyPercentiles(probe.Stop())
+	out.stallP999, out.stallMax = late.P999, late.Max
 	if err != nil || b.Metrics == "" {
 		return out, err
 	}
