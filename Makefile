@@ -29,7 +29,7 @@ build:
 # `make bench`: the Go microbenchmarks of the hot paths, then the
 # side-by-side suite (bench/, a module of its own that `make test` and
 # `go vet ./...` never see): it builds weir, kfake and nats-server, runs
-# every case against them and the machine's limits (25 to 60 minutes on 2
+# every case against them and the machine's limits (25 to 65 minutes on 2
 # cores) and writes docs/benchmarks.md with its charts. Flags go in
 # BENCH_FLAGS, e.g. `make bench-suite BENCH_FLAGS=-quick` for a smoke run
 # of a few minutes, or BENCH_FLAGS='-cases latency'.
