@@ -56,24 +56,12 @@ func TestRecordsPerBatchFillsOneMB(t *testing.T) {
 // The minimal producer's batches are what franz-go reads back, record by
 // record, and the minimal consumer counts them all, at both acks.
 func TestMinimalClientRoundTrip(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	addr := c.ListenAddrs()[0]
+	addr := startKfake(t)
 	noCPU := func() (time.Duration, error) { return 0, nil }
 	ctx := context.Background()
 	for _, acks := range []int{1, -1} {
 		topic := "t" + map[int]string{1: "one", -1: "all"}[acks]
-		adm, err := NewAdmin([]string{addr})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := adm.CreateTopic(ctx, topic, 3, 1, nil); err != nil {
-			t.Fatal(err)
-		}
-		adm.Close()
+		createTopic(t, addr, topic, 3)
 		w := Workload{RecordSize: 1024, Partitions: 3, Producers: 2, Acks: acks, Duration: time.Minute, MaxBytes: 12 << 20}
 		res, err := ProduceMinimal(ctx, addr, topic, w, noCPU)
 		if err != nil {
@@ -113,21 +101,9 @@ func TestMinimalClientRoundTrip(t *testing.T) {
 // The minimal latency client gets every record it sends back, each with
 // a latency that is positive and below the run's length.
 func TestMinimalLatencyRoundTrip(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	addr := c.ListenAddrs()[0]
+	addr := startKfake(t)
 	ctx := context.Background()
-	adm, err := NewAdmin([]string{addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
-	if err := adm.CreateTopic(ctx, "lat", 1, 1, nil); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(t, addr, "lat", 1)
 	run := LatencyRun{Size: 1024, Rate: 20_000, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond}
 	res, err := LatencyMinimal(ctx, addr, "lat", run)
 	if err != nil {
@@ -140,5 +116,31 @@ func TestMinimalLatencyRoundTrip(t *testing.T) {
 		if d <= 0 || d > res.Elapsed {
 			t.Fatalf("latency %v in a run of %v", d, res.Elapsed)
 		}
+	}
+}
+
+// startKfake starts an in-process kfake of one broker for the test and
+// returns its address.
+func startKfake(t *testing.T) string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()[0]
+}
+
+// createTopic creates topic with partitions partitions on the broker at
+// addr.
+func createTopic(t *testing.T, addr, topic string, partitions int) {
+	t.Helper()
+	adm, err := NewAdmin([]string{addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if err := adm.CreateTopic(context.Background(), topic, partitions, 1, nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/weir-project/weir/bench/internal/stats"
@@ -175,10 +176,7 @@ func (r *Run) References() []Target {
 func (r *Run) latencyTargets() []Target {
 	produce := Target{Goal: "p99 end-to-end latency at half of peak (one node): below 5 ms", Measured: "—", Met: "not measured"}
 	e2e := Target{Goal: "the same at half of the end-to-end peak (producer, broker and consumer together)", Measured: "—", Met: "not measured"}
-	minimal := false
-	for _, l := range r.Latency {
-		minimal = minimal || (l.Peer == "weir" && l.Minimal)
-	}
+	minimal := slices.ContainsFunc(r.Latency, func(l Latency) bool { return l.Peer == "weir" && l.Minimal })
 	mProduce := Target{Goal: "the same with the minimal client", Measured: "—", Met: "not measured"}
 	mE2E := mProduce
 	for _, l := range r.Latency {
