@@ -85,33 +85,42 @@ func (m *minConn) write(b []byte) error {
 // request's). The bytes resp keeps (record batches) are valid until the
 // next response.
 func (m *minConn) response(resp kmsg.Response) error {
+	var err error
+	m.rbuf, err = m.responseInto(resp, m.rbuf)
+	return err
+}
+
+// responseInto is response reading into buf (grown if too small, and
+// returned): a caller that alternates buffers can check one response
+// while the next is read.
+func (m *minConn) responseInto(resp kmsg.Response, buf []byte) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(m.c, size[:]); err != nil {
-		return fmt.Errorf("minimal client: read: %w", err)
+		return buf, fmt.Errorf("minimal client: read: %w", err)
 	}
 	n := int(binary.BigEndian.Uint32(size[:]))
 	if n < 4 || n > maxMinimalResponse {
-		return fmt.Errorf("minimal client: response frame of %d bytes", n)
+		return buf, fmt.Errorf("minimal client: response frame of %d bytes", n)
 	}
-	if cap(m.rbuf) < n {
-		m.rbuf = make([]byte, n)
+	if cap(buf) < n {
+		buf = make([]byte, n)
 	}
-	b := m.rbuf[:n]
+	b := buf[:n]
 	if _, err := io.ReadFull(m.c, b); err != nil {
-		return fmt.Errorf("minimal client: read: %w", err)
+		return buf, fmt.Errorf("minimal client: read: %w", err)
 	}
 	m.recvd++
 	if corr := int32(binary.BigEndian.Uint32(b)); corr != m.recvd {
-		return fmt.Errorf("minimal client: response to request %d where %d was next", corr, m.recvd)
+		return buf, fmt.Errorf("minimal client: response to request %d where %d was next", corr, m.recvd)
 	}
 	body, err := skipTags(b[4:])
 	if err != nil {
-		return err
+		return buf, err
 	}
 	if err := resp.ReadFrom(body); err != nil {
-		return fmt.Errorf("minimal client: decode %s response: %w", kmsg.NameForKey(resp.Key()), err)
+		return buf, fmt.Errorf("minimal client: decode %s response: %w", kmsg.NameForKey(resp.Key()), err)
 	}
-	return nil
+	return buf, nil
 }
 
 // skipTags skips a response header's tagged fields.

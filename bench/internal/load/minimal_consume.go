@@ -36,8 +36,6 @@ func ConsumeMinimal(ctx context.Context, addr, topic string, partitions int, wan
 	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Now()) })
 	defer stop()
 	offsets := make([]int64, partitions)
-	req := fetchRequest(topic, partitions)
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	var res Result
 	m, err := startMeter(cpu)
 	if err != nil {
@@ -45,22 +43,15 @@ func ConsumeMinimal(ctx context.Context, addr, topic string, partitions int, wan
 	}
 	start := time.Now()
 	last := start
+	p := startPrefetch(c, fetchRequest(topic, partitions), want)
+	defer p.stop()
 	for res.Records < want {
-		for i := range req.Topics[0].Partitions {
-			req.Topics[0].Partitions[i].FetchOffset = offsets[i]
+		f, err := p.next()
+		if err != nil {
+			return Result{}, fmt.Errorf("consume %s: %w", topic, err)
 		}
-		if err := c.c.SetDeadline(time.Now().Add(minimalIdle)); err != nil {
-			return Result{}, fmt.Errorf("minimal consumer: %w", err)
-		}
-		if err := c.request(req); err != nil {
-			return Result{}, err
-		}
-		resp.Default()
-		resp.Version = minFetchVersion
-		if err := c.response(resp); err != nil {
-			return Result{}, err
-		}
-		n, err := takeFetch(resp, offsets, &res, nil)
+		n, err := takeFetch(f.resp, offsets, &res, nil)
+		p.release(f)
 		if err != nil {
 			return Result{}, fmt.Errorf("consume %s: %w", topic, err)
 		}
@@ -76,6 +67,110 @@ func ConsumeMinimal(ctx context.Context, addr, topic string, partitions int, wan
 	}
 	return res, nil
 }
+
+// prefetcher reads a consumer's Fetch responses on a goroutine of its
+// own and sends the next Fetch as soon as a response is read and its
+// batch headers walked, before the consumer checks it: the Java consumer
+// too sends its next fetches before it hands the records it has to the
+// application, so the broker serves one fetch while the client checks
+// the last. One Fetch is still in flight at a time; the responses go
+// into two buffers in turn.
+type prefetcher struct {
+	out  chan *fetched // responses read, in order; closed when the reader stops
+	free chan *fetched // buffers the consumer is done with
+	done chan struct{} // closed by stop
+}
+
+// fetched is one response and the buffer it was read into, or the
+// error that ended the reader.
+type fetched struct {
+	resp *kmsg.FetchResponse
+	buf  []byte
+	err  error
+}
+
+// startPrefetch sends req (its offsets from 0) and goes on fetching
+// until responses holding want records have been read.
+func startPrefetch(c *minConn, req *kmsg.FetchRequest, want int64) *prefetcher {
+	// Two buffers and one error at most are ever in out.
+	p := &prefetcher{out: make(chan *fetched, 3), free: make(chan *fetched, 2), done: make(chan struct{})}
+	for range 2 {
+		p.free <- &fetched{resp: kmsg.NewPtrFetchResponse()}
+	}
+	go p.run(c, req, want)
+	return p
+}
+
+func (p *prefetcher) run(c *minConn, req *kmsg.FetchRequest, want int64) {
+	defer close(p.out)
+	offsets := make([]int64, len(req.Topics[0].Partitions))
+	send := func() error {
+		for i := range req.Topics[0].Partitions {
+			req.Topics[0].Partitions[i].FetchOffset = offsets[i]
+		}
+		if err := c.c.SetDeadline(time.Now().Add(minimalIdle)); err != nil {
+			return fmt.Errorf("minimal consumer: %w", err)
+		}
+		return c.request(req)
+	}
+	if err := send(); err != nil {
+		p.out <- &fetched{err: err}
+		return
+	}
+	var seen int64
+	for {
+		var f *fetched
+		select {
+		case f = <-p.free:
+		case <-p.done:
+			return
+		}
+		f.resp.Default()
+		f.resp.Version = minFetchVersion
+		var err error
+		if f.buf, err = c.responseInto(f.resp, f.buf); err != nil {
+			p.out <- &fetched{err: err}
+			return
+		}
+		n, err := advanceFetch(f.resp, offsets)
+		if err != nil {
+			p.out <- &fetched{err: err}
+			return
+		}
+		seen += n
+		more := seen < want
+		if more {
+			err = send()
+		}
+		p.out <- f
+		if err != nil {
+			p.out <- &fetched{err: err}
+			return
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+// next is the next response read.
+func (p *prefetcher) next() (*fetched, error) {
+	f, ok := <-p.out
+	switch {
+	case !ok:
+		return nil, errors.New("minimal consumer: the fetches stopped before every record arrived")
+	case f.err != nil:
+		return nil, f.err
+	}
+	return f, nil
+}
+
+// release hands a response's buffer back for the reader to fill again.
+func (p *prefetcher) release(f *fetched) { p.free <- f }
+
+// stop ends the reader once its read in progress, if any, ends (the
+// caller closes the connection).
+func (p *prefetcher) stop() { close(p.done) }
 
 // fetchRequest is a Fetch v12 of every partition of topic with Kafka's
 // default sizes and no fetch session.
@@ -105,6 +200,24 @@ func fetchRequest(topic string, partitions int) *kmsg.FetchRequest {
 // moving each partition's offset past them, and returns how many records
 // it took. each, if not nil, gets every record's value.
 func takeFetch(resp *kmsg.FetchResponse, offsets []int64, res *Result, each func(value []byte)) (int64, error) {
+	return walkFetch(resp, offsets, func(b []byte, offset int64) (int64, int64, error) {
+		return takeBatches(b, offset, res, each)
+	})
+}
+
+// advanceFetch moves offsets past the whole batches of a Fetch response
+// as takeFetch does, from their headers only, and returns the records
+// they hold.
+func advanceFetch(resp *kmsg.FetchResponse, offsets []int64) (int64, error) {
+	return walkFetch(resp, offsets, func(b []byte, offset int64) (int64, int64, error) {
+		return wholeBatches(b, offset, nil)
+	})
+}
+
+// walkFetch calls take with each partition's record batches and offset
+// and sets the offset to the next one take returns; it returns the
+// records take counted.
+func walkFetch(resp *kmsg.FetchResponse, offsets []int64, take func(b []byte, offset int64) (int64, int64, error)) (int64, error) {
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return 0, err
 	}
@@ -117,7 +230,7 @@ func takeFetch(resp *kmsg.FetchResponse, offsets []int64, res *Result, each func
 			if p.Partition < 0 || int(p.Partition) >= len(offsets) {
 				return n, fmt.Errorf("fetch response for partition %d", p.Partition)
 			}
-			k, next, err := takeBatches(p.RecordBatches, offsets[p.Partition], res, each)
+			k, next, err := take(p.RecordBatches, offsets[p.Partition])
 			if err != nil {
 				return n, fmt.Errorf("partition %d at offset %d: %w", p.Partition, offsets[p.Partition], err)
 			}
@@ -128,13 +241,34 @@ func takeFetch(resp *kmsg.FetchResponse, offsets []int64, res *Result, each func
 	return n, nil
 }
 
-// takeBatches walks the v2 batches of b (a partial batch at the end, cut
-// by the fetch size, is left for the next fetch), checking each one's
-// CRC-32C and every record's framing, skipping batches before offset,
-// and adds the records and their value bytes to res. It returns the
-// records taken and the next offset to fetch. each, if not nil, gets
-// every value taken.
+// takeBatches checks each whole batch of b at or after offset (its
+// CRC-32C and every record's framing) and adds the records and their
+// value bytes to res. It returns the records taken and the next offset
+// to fetch. each, if not nil, gets every value taken.
 func takeBatches(b []byte, offset int64, res *Result, each func(value []byte)) (int64, int64, error) {
+	return wholeBatches(b, offset, func(batch []byte, count int) error {
+		if crc32.Checksum(batch[21:], castagnoli) != binary.BigEndian.Uint32(batch[17:]) {
+			return errors.New("batch CRC-32C mismatch")
+		}
+		if binary.BigEndian.Uint16(batch[21:])&0x7 != 0 {
+			return errors.New("compressed batch")
+		}
+		values, err := walkRecords(batch[batchHeaderLen:], count, each)
+		if err != nil {
+			return err
+		}
+		res.Records += int64(count)
+		res.Bytes += values
+		return nil
+	})
+}
+
+// wholeBatches walks the v2 batches of b by their headers (a partial
+// batch at the end, cut by the fetch size, is left for the next fetch),
+// skipping those before offset and handing the others and their record
+// counts to take, if not nil. It returns the records of the batches it
+// took and the next offset to fetch.
+func wholeBatches(b []byte, offset int64, take func(batch []byte, count int) error) (int64, int64, error) {
 	var n int64
 	for len(b) >= batchHeaderLen {
 		length := int(int32(binary.BigEndian.Uint32(b[8:])))
@@ -149,27 +283,20 @@ func takeBatches(b []byte, offset int64, res *Result, each func(value []byte)) (
 		if batch[16] != 2 {
 			return n, offset, fmt.Errorf("batch magic %d", batch[16])
 		}
-		if crc32.Checksum(batch[21:], castagnoli) != binary.BigEndian.Uint32(batch[17:]) {
-			return n, offset, errors.New("batch CRC-32C mismatch")
-		}
 		base := int64(binary.BigEndian.Uint64(batch))
 		last := base + int64(int32(binary.BigEndian.Uint32(batch[23:])))
 		if last < offset {
 			continue // before what was asked for
 		}
-		if binary.BigEndian.Uint16(batch[21:])&0x7 != 0 {
-			return n, offset, errors.New("compressed batch")
-		}
 		count := int(int32(binary.BigEndian.Uint32(batch[57:])))
-		values, err := walkRecords(batch[batchHeaderLen:], count, each)
-		if err != nil {
-			return n, offset, err
+		if take != nil {
+			if err := take(batch, count); err != nil {
+				return n, offset, err
+			}
 		}
 		// Fetching from offset, the next batch starts at it: the
 		// consumer only ever asks from the end of a batch it took.
 		n += int64(count)
-		res.Records += int64(count)
-		res.Bytes += values
 		offset = last + 1
 	}
 	return n, offset, nil

@@ -3,6 +3,8 @@ package load
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,5 +144,44 @@ func createTopic(t *testing.T, addr, topic string, partitions int) {
 	defer adm.Close()
 	if err := adm.CreateTopic(context.Background(), topic, partitions, 1, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The prefetching consumer's header-only walk moves to the offsets the
+// checking walk does, and only the checking walk sees a corrupt batch.
+func TestWholeBatchesAgreesWithTakeBatches(t *testing.T) {
+	vals := newValues(randomPool(3), 100, 0)
+	var b []byte
+	for i, n := range []int{3, 5, 2} { // offsets 0-2, 3-7, 8-9
+		start := len(b)
+		b = appendBatch(b, vals, n, 100, producerID{id: -1, epoch: -1}, -1, 1234, nil)
+		binary.BigEndian.PutUint64(b[start:], uint64([]int{0, 3, 8}[i]))
+	}
+	cut := b[:len(b)-7] // the last batch cut short, as by a fetch size
+	for _, tc := range []struct {
+		from, wantNext, wantRecords int64
+		in                          []byte
+	}{
+		{0, 10, 10, b},
+		{4, 10, 7, b}, // the batch holding 4 is taken whole
+		{0, 8, 8, cut},
+		{10, 10, 0, b},
+	} {
+		n, next, err := wholeBatches(tc.in, tc.from, nil)
+		var res Result
+		tn, tnext, terr := takeBatches(tc.in, tc.from, &res, nil)
+		if err != nil || terr != nil || n != tc.wantRecords || tn != n || next != tc.wantNext || tnext != next {
+			t.Errorf("from %d: headers %d records to %d (%v), checked %d to %d (%v); want %d to %d",
+				tc.from, n, next, err, tn, tnext, terr, tc.wantRecords, tc.wantNext)
+		}
+	}
+	bad := bytes.Clone(b)
+	bad[len(bad)-3] ^= 1 // a value byte of the last batch
+	if _, next, err := wholeBatches(bad, 0, nil); err != nil || next != 10 {
+		t.Fatalf("headers of a corrupt batch: next %d, %v", next, err)
+	}
+	var res Result
+	if _, _, err := takeBatches(bad, 0, &res, nil); err == nil || !strings.Contains(err.Error(), "CRC") {
+		t.Fatalf("corrupt batch taken: %v", err)
 	}
 }

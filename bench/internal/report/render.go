@@ -34,7 +34,8 @@ func Render(r *Run, charts []Chart) string {
 			"Its CPU per GB is a fraction of franz-go's, so the broker, not the client, sets these figures. " +
 			"Limits: those of the franz-go case in the same round."},
 		{ConsumeMinimal, "Consume with the minimal client", "What the minimal client produced at acks=1, read back by it: one Fetch in flight (as franz-go and the Java consumer keep per broker) with Kafka's default sizes " +
-			"(50 MiB per fetch, 1 MiB per partition), each response read into one reused buffer, each batch's CRC-32C checked and every record walked to its value. " +
+			"(50 MiB per fetch, 1 MiB per partition). The next Fetch goes out as soon as a response has been read and its batch headers walked, and the response is checked " +
+			"(each batch's CRC-32C, every record walked to its value) while the next one arrives, into the other of two reused buffers: the Java consumer too sends its next fetches before it hands records to the application. " +
 			"Limits: those of the franz-go case in the same round."},
 		{ConsumeCold, "Consume from a cold start", "The segment files' pages are written back and dropped (posix_fadvise DONTNEED per file, not drop_caches: the machine is shared) before the consumer starts. kfake keeps records in memory and has no cold start. Limit: sendfile of a dropped file (read from the disk)."},
 		{ProduceFsync, "Produce with fsync", "weir with `log.flush.interval.messages=1` (an fsync after every append, i.e. every produce batch of the partition). Limit: the same bytes appended to a file in the same batch sizes with an fsync after each write."},
