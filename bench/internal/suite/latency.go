@@ -176,6 +176,11 @@ func (s *Suite) latencyRound(ctx context.Context, b *peer.Broker, run load.Laten
 			return out, err
 		}
 	}
+	// A latency run writes up to a produce run's bytes: into memory the
+	// host backs, as a produce run does (see hostmem), or the copy into
+	// fresh page-cache pages loads the machine more in one round than
+	// in another.
+	s.warm(b.Name)
 	var err error
 	probe := limits.StartStallProbe()
 	switch {
