@@ -125,8 +125,8 @@ type Broker struct {
 	// warnings; weir's design has no use for them.
 	NumNetworkThreads            int32 // num.network.threads
 	NumIOThreads                 int32 // num.io.threads
-	SocketSendBufferBytes        int64 // socket.send.buffer.bytes (-1 = OS default)
-	SocketReceiveBufferBytes     int64 // socket.receive.buffer.bytes (-1 = OS default)
+	SocketSendBufferBytes        int64 // socket.send.buffer.bytes (accepted, unused)
+	SocketReceiveBufferBytes     int64 // socket.receive.buffer.bytes (accepted, unused)
 	NumRecoveryThreadsPerDataDir int32 // num.recovery.threads.per.data.dir
 
 	// Keys given only as synonyms of the resolved fields above.

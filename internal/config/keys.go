@@ -405,9 +405,9 @@ var brokerKeys = []brokerKey{
 	intKey("num.io.threads", TypeInt, 8, 1, math.MaxInt32, func(b *Broker) *int32 { return &b.NumIOThreads },
 		"Accepted for compatibility; unused."),
 	intKey("socket.send.buffer.bytes", TypeInt, 102400, anyInt, math.MaxInt32, func(b *Broker) *int64 { return &b.SocketSendBufferBytes },
-		"SO_SNDBUF of client sockets (-1: OS default)."),
+		"Accepted for compatibility; unused: Linux sizes TCP buffers to the connection (autotuning), which a fixed SO_SNDBUF would turn off."),
 	intKey("socket.receive.buffer.bytes", TypeInt, 102400, anyInt, math.MaxInt32, func(b *Broker) *int64 { return &b.SocketReceiveBufferBytes },
-		"SO_RCVBUF of client sockets (-1: OS default)."),
+		"Accepted for compatibility; unused: Linux sizes TCP buffers to the connection (autotuning), which a fixed SO_RCVBUF would turn off."),
 	intKey("num.recovery.threads.per.data.dir", TypeInt, 2, 1, math.MaxInt32, func(b *Broker) *int32 { return &b.NumRecoveryThreadsPerDataDir },
 		"Logs of one log dir loaded (recovered after a crash) at once at start, and flushed at once at shutdown."),
 }
