@@ -534,7 +534,8 @@ func (b *Broker) advertised(l Listener) (string, int) {
 // replicas and takes it out of the ISRs before its logs close (Kafka's
 // controlled shutdown): clients and followers move on without waiting for
 // the session to expire, and nothing acknowledged is left on this broker
-// alone. Bounded by controlled.shutdown.timeout.ms.
+// alone. Bounded by controlled.shutdown.timeout.ms, and by
+// broker.session.timeout.ms without an answer from any controller.
 func (b *Broker) controlledShutdown() {
 	if !b.opts.ControlledShutdown || b.lifecycle == nil {
 		return
@@ -546,7 +547,7 @@ func (b *Broker) controlledShutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	start := time.Now()
-	if err := b.lifecycle.ControlledShutdown(ctx); err != nil {
+	if err := b.lifecycle.ControlledShutdown(ctx, b.opts.SessionTimeout); err != nil {
 		b.log.Warn("controlled shutdown incomplete; stopping anyway", slog.Any("err", err))
 		return
 	}

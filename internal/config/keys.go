@@ -357,7 +357,7 @@ var brokerKeys = []brokerKey{
 	boolKey("controlled.shutdown.enable", true, func(b *Broker) *bool { return &b.ControlledShutdownEnable },
 		"On SIGTERM, move this broker's leaderships to other replicas before stopping."),
 	intKey("controlled.shutdown.timeout.ms", TypeLong, 60000, 0, noMax, func(b *Broker) *int64 { return &b.ControlledShutdownTimeoutMs },
-		"How long a controlled shutdown may wait for the controller before the broker stops anyway (weir's key)."),
+		"How long a controlled shutdown may wait for the controller before the broker stops anyway (weir's key); with no controller answering at all, at most broker.session.timeout.ms."),
 	boolKey("auto.leader.rebalance.enable", true, func(b *Broker) *bool { return &b.AutoLeaderRebalanceEnable },
 		"The controller moves leadership back to preferred replicas that are in sync."),
 	intKey("leader.imbalance.check.interval.seconds", TypeLong, 300, 1, noMax, func(b *Broker) *int64 { return &b.LeaderImbalanceCheckIntervalSeconds },

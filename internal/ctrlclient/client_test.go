@@ -3,6 +3,7 @@ package ctrlclient
 import (
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -130,13 +131,33 @@ func TestLifecycleHeartbeatsAndReregisters(t *testing.T) {
 			t.Fatalf("no re-registration: status %+v", lc.Status())
 		}
 	}
-	if err := lc.ControlledShutdown(ctx); err != nil {
+	if err := lc.ControlledShutdown(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if last := f.beats[len(f.beats)-1]; !last.WantShutdown || last.BrokerID != 7 {
 		t.Fatalf("last heartbeat %+v, want WantShutdown from broker 7", last)
+	}
+}
+
+// TestControlledShutdownWithoutController: with no active controller (the
+// rest of a cluster stopped first) the controlled shutdown gives up once
+// none has answered for the given bound, not at the caller's deadline.
+func TestControlledShutdownWithoutController(t *testing.T) {
+	f, addr := startFake(t, true)
+	c := New(Config{NodeID: 7, Voters: map[int32]string{1: addr}})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lc := NewLifecycle(c, Registration{ClusterID: "c"}, 20*time.Millisecond, func() int64 { return 5 }, nil)
+	if _, err := lc.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.active.Store(false)
+	err := lc.ControlledShutdown(ctx, 100*time.Millisecond)
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "no controller answered") {
+		t.Fatalf("controlled shutdown: %v (ctx %v), want it to give up without a controller", err, ctx.Err())
 	}
 }
 

@@ -196,11 +196,18 @@ func (l *Lifecycle) heartbeat(ctx context.Context) error {
 
 // ControlledShutdown asks the controller to move this broker's
 // leaderships away (heartbeats with WantShutDown) and waits until it says
-// the broker may stop, or ctx ends.
-func (l *Lifecycle) ControlledShutdown(ctx context.Context) error {
+// the broker may stop, or ctx ends, or no controller has answered for
+// unreachable. That last bound is the broker session timeout: a controller
+// that has not heard from this broker for that long fences it and moves
+// its leaderships itself, so waiting longer for one that cannot be reached
+// moves nothing and only delays the stop. It is what ends the wait of the
+// last node of a cluster stopped all at once, whose controllers are gone.
+func (l *Lifecycle) ControlledShutdown(ctx context.Context, unreachable time.Duration) error {
 	l.mu.Lock()
 	l.wantShutdown = true
 	l.mu.Unlock()
+	lastAnswer := time.Now()
+	var lastErr error
 	for {
 		ch := l.Changed()
 		if l.Status().ShouldShutDown {
@@ -208,9 +215,15 @@ func (l *Lifecycle) ControlledShutdown(ctx context.Context) error {
 		}
 		if err := l.heartbeat(ctx); err != nil && ctx.Err() == nil {
 			l.log.Warn("controlled shutdown heartbeat failed", "err", err)
+			lastErr = err
+		} else if err == nil {
+			lastAnswer = time.Now()
 		}
 		if l.Status().ShouldShutDown {
 			return nil
+		}
+		if silent := time.Since(lastAnswer); unreachable > 0 && silent >= unreachable {
+			return fmt.Errorf("controlled shutdown: no controller answered for %v (last: %w)", silent.Round(time.Millisecond), lastErr)
 		}
 		select {
 		case <-ctx.Done():

@@ -154,3 +154,55 @@ func TestPreferredLeaderComesBack(t *testing.T) {
 }
 
 func gapRound(d time.Duration, _ time.Time) time.Duration { return d.Round(time.Millisecond) }
+
+// TestLastNodeStopsWithoutQuorum: a cluster stopped one node after
+// another (as `weir cluster up` or a fleet tool stopping every node at
+// once may end up doing) leaves the last node with no controller to
+// answer its controlled shutdown. It must not wait out
+// controlled.shutdown.timeout.ms (ten minutes here, far beyond the
+// harness's 60 s stop bound): once no controller has answered for
+// broker.session.timeout.ms it stops anyway, cleanly, and every record
+// acknowledged before is still there when the cluster comes back.
+func TestLastNodeStopsWithoutQuorum(t *testing.T) {
+	c := harness.StartCluster(t, 3, "controlled.shutdown.timeout.ms=600000", "broker.session.timeout.ms=3000")
+	guardNodes(t, c)
+	const topic = "last-node-stops"
+	createTopic(t, c, topic, 1, 3, minISR2())
+	c.WaitFullISR(topic, 0, opTimeout)
+	s := harness.StartAckStream(t, c, harness.StreamConfig{Topic: topic, Pace: time.Millisecond})
+	s.WaitAcks(t, 300, 2*time.Minute, "acks before the stops")
+	sent := s.Finish()
+
+	// Nodes 3 and 2 stop with a quorum still there: a normal controlled
+	// shutdown each.
+	for _, id := range []int32{3, 2} {
+		b := c.Node(id)
+		_, since := b.OutputSince(-1)
+		b.Stop()
+		if code, exited := b.ExitCode(); !exited || code != 0 {
+			t.Fatalf("node %d: exit code %d (exited %v):\n%s", id, code, exited, tailOf(b.Output(), 6000))
+		}
+		if len(logLines(b, since, "controlled shutdown done")) != 1 {
+			t.Fatalf("node %d did not log \"controlled shutdown done\":\n%s", id, tailOf(b.Output(), 6000))
+		}
+	}
+	// Node 1 is alone: one voter of three, no controller anywhere.
+	last := c.Node(1)
+	_, since := last.OutputSince(-1)
+	stopAt := time.Now()
+	last.Stop()
+	took := time.Since(stopAt)
+	if code, exited := last.ExitCode(); !exited || code != 0 {
+		t.Fatalf("last node: exit code %d (exited %v):\n%s", code, exited, tailOf(last.Output(), 6000))
+	}
+	if len(logLines(last, since, "controlled shutdown incomplete", "no controller answered")) != 1 ||
+		len(logLines(last, since, "logs closed", "clean=true")) != 1 {
+		t.Fatalf("the last node did not give up its controlled shutdown for want of a controller and close its logs cleanly:\n%s", tailOf(last.Output(), 6000))
+	}
+
+	c.RestartAll()
+	if n := s.CheckExactlyOnce(c.Bootstrap(), 0); n != sent {
+		t.Fatalf("%d records stored, %d acknowledged", n, sent)
+	}
+	t.Logf("last node stopped %v after SIGTERM without a controller; %d acknowledged records all back after the restart", took.Round(10*time.Millisecond), sent)
+}

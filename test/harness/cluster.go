@@ -127,6 +127,18 @@ func portFree(p int) bool {
 	return true
 }
 
+// RestartAll starts every (stopped) node again on its ports and data dir:
+// all launched first, since none serves before a quorum of them is up.
+func (c *Cluster) RestartAll() {
+	c.t.Helper()
+	for _, b := range c.Nodes {
+		b.launch()
+	}
+	for _, b := range c.Nodes {
+		b.awaitStarted()
+	}
+}
+
 // Node returns node id (1-based).
 func (c *Cluster) Node(id int32) *Broker { return c.Nodes[id-1] }
 
