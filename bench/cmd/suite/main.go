@@ -39,7 +39,7 @@ func run() error {
 	out := flag.String("out", "../docs", "directory of benchmarks.md (charts go to its benchmarks/)")
 	weirSrc := flag.String("weir-src", "..", "weir checkout to build")
 	tmp := flag.String("tmp", os.TempDir(), "where the brokers' temp data dirs go")
-	warm := flag.String("warm", "auto", "touch and free 3x a run's byte cap before each produce or latency run: "+
+	warm := flag.String("warm", "auto", "touch and free 3x a run's byte cap before each produce run: "+
 		"auto (when a virtio-balloon reports free pages to the host), on or off")
 	render := flag.String("render", "", "only render the page again from this saved run (benchmarks/run.json)")
 	flag.Parse()

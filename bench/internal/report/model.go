@@ -39,7 +39,7 @@ type Settings struct {
 	Rounds   int
 	Duration time.Duration // each produce run
 	MaxBytes int64         // cap of each produce run
-	Warm     int64         // memory touched and freed before each produce or latency run
+	Warm     int64         // memory touched and freed before each produce run
 	Command  string
 }
 

@@ -87,7 +87,7 @@ func renderMachine(p printer, r *Run) {
 	p("| Run | %s, %d rounds per case, produce runs of %v (at most %s MiB), took %s |",
 		runKind(r.Settings.Quick), r.Settings.Rounds, r.Settings.Duration, num(float64(r.Settings.MaxBytes)/(1<<20)), r.Took.Round(time.Second))
 	if r.Settings.Warm > 0 {
-		p("| Before each produce or latency run | %s MiB of memory touched and freed |", num(float64(r.Settings.Warm)/(1<<20)))
+		p("| Before each produce run | %s MiB of memory touched and freed |", num(float64(r.Settings.Warm)/(1<<20)))
 	}
 	p("| Command | `%s` |", r.Settings.Command)
 	names := make([]string, 0, len(m.Versions))
@@ -153,11 +153,12 @@ func renderMethod(p printer, r *Run) {
 		"in such a round against under 10%% otherwise, with CRC-32C over the same bytes at 1–2%%). It hits whichever broker " +
 		"writes first after another freed memory (JetStream's evicted files, a deleted topic, kfake's first heap), so it " +
 		"moves with the order of the round, not with the broker. So on such a machine (the table above says) the suite " +
-		"touches and frees three times a run's byte cap just before each produce run and each latency run: the freed pages are back on the " +
+		"touches and frees three times a run's byte cap just before each produce run: the freed pages are back on the " +
 		"free lists before the reporting takes them, and the run writes into memory the host backs, whichever broker it is. " +
-		"Measured on the acks=1 8-partition case, 3 rounds: weir 1.06–5.72 s/GB without it, 0.97–1.38 with it; " +
-		"and on weir's end-to-end latency at 220,000 records/s with the minimal client, 3 runs of 5 s each: p99 1.4–6.8 ms without it, 1.5–3.2 ms with it " +
-		"(in a 12 s run without it, `copy_folio_from_iter_atomic` took 65%% of the broker's CPU).")
+		"Measured on the acks=1 8-partition case, 3 rounds: weir 1.06–5.72 s/GB without it, 0.97–1.38 with it. " +
+		"Not before a latency run: that lasts 5 s, longer than the kernel waits (about 2 s) before it reports freed pages, so the run " +
+		"writes into pages reported meanwhile and shares the cores with the reporting; with the minimal client at 478,000 records/s, " +
+		"6 runs of 5 s without it had a p99 of 4.2–50 ms, then 3 runs with it (alternating with 3 without) 255–809 ms, and the runs between them 68–295 ms.")
 	p("")
 }
 

@@ -105,7 +105,7 @@ func TestRender(t *testing.T) {
 		"| CPU | Test CPU, 2 cores |",
 		"| Load average at start / end | 1.0 / 2.0 |",
 		"| Free page reporting (virtio-balloon) | on |",
-		"| Before each produce or latency run | 3072 MiB of memory touched and freed |",
+		"| Before each produce run | 3072 MiB of memory touched and freed |",
 		"| Case | weir MB/s | kfake MB/s | JetStream MB/s | weir / kfake | weir / JetStream | loopback TCP MB/s | weir / loopback TCP | store floor MB/s | weir / store floor |",
 		"| 1 KiB · 8 part · 1 prod · acks=1 | 600 (500–700) | 400 (350–500) | 100 | 1.50x (1.00–2.00) | 6.50x (6.00–7.00) | 1000 | 0.60x (0.50–0.70) | 900 | 0.67x (0.56–0.78) |",
 		"| weir mean batch KiB | clients' CPU s/GB (weir) | client bound MB/s | store floor CPU s/GB | weir / store floor CPU |",

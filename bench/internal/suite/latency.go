@@ -176,11 +176,10 @@ func (s *Suite) latencyRound(ctx context.Context, b *peer.Broker, run load.Laten
 			return out, err
 		}
 	}
-	// A latency run writes up to a produce run's bytes: into memory the
-	// host backs, as a produce run does (see hostmem), or the copy into
-	// fresh page-cache pages loads the machine more in one round than
-	// in another.
-	s.warm(b.Name)
+	// No warm-up (s.warm) here, unlike a produce run: a latency run lasts
+	// longer than the kernel waits before reporting freed pages to the
+	// host, and measured after one the latency was worse, not better (the
+	// report's method section has the figures).
 	var err error
 	probe := limits.StartStallProbe()
 	switch {

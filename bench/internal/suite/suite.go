@@ -23,7 +23,7 @@ type Config struct {
 	Rounds         int
 	Duration       time.Duration // each produce run
 	MaxBytes       int64         // cap of each produce run
-	Warm           int64         // memory to touch and free before each produce or latency run (see hostmem)
+	Warm           int64         // memory to touch and free before each produce run (see hostmem)
 	Cases          *regexp.Regexp
 	Tmp            string // parent of every data dir
 	Latency        time.Duration
