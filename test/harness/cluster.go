@@ -69,12 +69,9 @@ func startCluster(t testing.TB, n int, perNode func(i int, clientAddr string) []
 		c.Nodes = append(c.Nodes, b)
 	}
 	for _, b := range c.Nodes {
-		b.launch()
 		t.Cleanup(b.Kill)
 	}
-	for _, b := range c.Nodes {
-		b.awaitStarted()
-	}
+	c.RestartAll()
 	return c
 }
 
@@ -127,8 +124,9 @@ func portFree(p int) bool {
 	return true
 }
 
-// RestartAll starts every (stopped) node again on its ports and data dir:
-// all launched first, since none serves before a quorum of them is up.
+// RestartAll starts every node that is not running (again) on its ports
+// and data dir: all launched first, since none serves before a quorum of
+// them is up.
 func (c *Cluster) RestartAll() {
 	c.t.Helper()
 	for _, b := range c.Nodes {
