@@ -345,7 +345,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	b.producerIDs = txn.NewProducerIDs(producerIDSource{b}, txn.DefaultBlockSize)
 	replCfg := opts.Replication
 	replCfg.Observer = b.replicationObserver()
-	b.fetchers = replication.New(replCfg, &replication.KgoDialer{Resolve: b.brokerAddr, LocalID: opts.NodeID}, logger)
+	b.fetchers = replication.New(replCfg, &replication.WireDialer{Resolve: b.brokerAddr, LocalID: opts.NodeID}, logger)
 	defer b.fetchers.Close()
 
 	// The controller side serves from the start: the quorum elects its

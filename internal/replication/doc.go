@@ -2,7 +2,7 @@
 // protocol: the fetchers that keep this broker's follower replicas copies
 // of their leaders' logs. Package replica holds each replica's state and
 // answers the leader side; this package only calls it, through the
-// Replica interface, and reaches leaders through a LeaderClient (KgoDialer
+// Replica interface, and reaches leaders through a LeaderClient (WireDialer
 // over the network, InmemNetwork in tests). It never touches broker code.
 //
 // # Shape
@@ -80,7 +80,7 @@
 //	UpdateFollowerLogStart(epoch, leader log start): deletions follow
 //
 // then the next round starts at once. A fetch in flight is cut short when
-// a partition is added to its fetcher (kgo drops the connection, so the
+// a partition is added to its fetcher (the client drops the connection, so the
 // leader ends its long poll), so a new leader's partitions start within a
 // round trip rather than after replica.fetch.wait.max.ms.
 //

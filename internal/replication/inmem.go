@@ -27,7 +27,7 @@ import (
 type InmemNetwork struct {
 	mu      sync.Mutex
 	brokers map[int32]*inmemBroker
-	// Versions answered, as kgo would negotiate them with the broker.
+	// Versions answered, as the wire client negotiates them with the broker.
 	fetchVersion, epochVersion int16
 	// dials counts successful dials per broker, clients open ones,
 	// fetches the Fetch requests received.
@@ -178,6 +178,30 @@ type inmemClient struct {
 	leader int32
 	mu     sync.Mutex
 	closed bool
+	// last holds the encoding the previous response was decoded from (its
+	// byte fields alias it). The next request overwrites it, as the wire
+	// client reuses its buffer, so a fetcher that kept record batches past
+	// its next request reads garbage in tests too.
+	last []byte
+}
+
+// answer decodes msg at v from the client's response buffer, after
+// poisoning what the previous answer left there.
+func answer[T interface {
+	AppendTo([]byte) []byte
+	ReadFrom([]byte) error
+	SetVersion(int16)
+}](c *inmemClient, msg, fresh T, v int16) (T, error) {
+	for i := range c.last {
+		c.last[i] = 0xa5
+	}
+	msg.SetVersion(v)
+	fresh.SetVersion(v)
+	c.last = msg.AppendTo(c.last[:0])
+	if err := fresh.ReadFrom(c.last); err != nil {
+		return fresh, fmt.Errorf("inmem: decode at v%d: %w", v, err)
+	}
+	return fresh, nil
 }
 
 func (c *inmemClient) Close() error {
@@ -305,7 +329,7 @@ func (c *inmemClient) Fetch(ctx context.Context, in *kmsg.FetchRequest) (*kmsg.F
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return roundTrip(resp, &kmsg.FetchResponse{}, v)
+	return answer(c, resp, &kmsg.FetchResponse{}, v)
 }
 
 // wait sleeps until a watched partition changes (true), or the timeout,
@@ -421,7 +445,7 @@ func (c *inmemClient) OffsetForLeaderEpoch(ctx context.Context, in *kmsg.OffsetF
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return roundTrip(resp, &kmsg.OffsetForLeaderEpochResponse{}, v)
+	return answer(c, resp, &kmsg.OffsetForLeaderEpochResponse{}, v)
 }
 
 // inmemErrorCode maps replica and storage errors to Kafka codes, as the

@@ -25,18 +25,6 @@ func TestMain(m *testing.M) { harness.Main(m) }
 // opTimeout bounds one operation on a slow, shared machine.
 const opTimeout = 30 * time.Second
 
-// fetchWrites signals each Fetch request written to a broker.
-type fetchWrites struct{ c chan struct{} }
-
-func (h fetchWrites) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
-	if key == kmsg.Fetch.Int16() && err == nil {
-		select {
-		case h.c <- struct{}{}:
-		default:
-		}
-	}
-}
-
 type leader struct {
 	b       *harness.Broker
 	topicID [16]byte
@@ -60,12 +48,13 @@ func startLeader(t *testing.T) *leader {
 	return &leader{b: b, topicID: resp.ID}
 }
 
-func (l *leader) dial(t *testing.T, opts ...kgo.Opt) replication.LeaderClient {
+// dial opens a client to the leader at addr (the broker's, or a proxy's
+// in front of it).
+func (l *leader) dial(t *testing.T, addr string) replication.LeaderClient {
 	t.Helper()
-	d := &replication.KgoDialer{
-		Resolve: func(id int32) (string, bool) { return l.b.Addr, id == 1 },
+	d := &replication.WireDialer{
+		Resolve: func(id int32) (string, bool) { return addr, id == 1 },
 		LocalID: 2,
-		Opts:    opts,
 	}
 	c, err := d.Dial(harness.Ctx(t, opTimeout), 1)
 	if err != nil {
@@ -94,9 +83,9 @@ func (l *leader) consumerFetch(offset int64, maxWait time.Duration) *kmsg.FetchR
 // The dialer negotiates Fetch v17 (weir's newest, which names topics by
 // id) and OffsetForLeaderEpoch v4 with a replica id, and the answers are
 // the leader's: its epoch's end is its log end.
-func TestKgoDialerTalksToALeader(t *testing.T) {
+func TestWireDialerTalksToALeader(t *testing.T) {
 	l := startLeader(t)
-	c := l.dial(t)
+	c := l.dial(t, l.b.Addr)
 	ctx := harness.Ctx(t, opTimeout)
 
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
@@ -132,21 +121,30 @@ func TestKgoDialerTalksToALeader(t *testing.T) {
 		t.Fatalf("fetch partition %+v", p)
 	}
 
-	unknown := &replication.KgoDialer{Resolve: func(int32) (string, bool) { return "", false }}
+	unknown := &replication.WireDialer{Resolve: func(int32) (string, bool) { return "", false }}
 	if _, err := unknown.Dial(ctx, 9); !errors.Is(err, replication.ErrNoEndpoint) {
 		t.Fatalf("dial of an unknown broker: %v", err)
 	}
 }
 
-// A fetch cancelled in its long poll does not hold up the next: kgo drops
-// the fetch connection, the broker ends the poll, and the next fetch is
-// answered at once. (Were the connection kept, the next fetch would queue
+// A fetch cancelled in its long poll does not hold up the next: the client
+// drops the fetch connection, the broker ends the poll, and the next fetch
+// is answered at once. (Were the connection kept, the next fetch would queue
 // behind the first one's minute-long wait.) The fetchers rely on this to
 // start a new partition without waiting out replica.fetch.wait.max.ms.
-func TestKgoCancelledLongPollDoesNotDelayNextFetch(t *testing.T) {
+func TestWireCancelledLongPollDoesNotDelayNextFetch(t *testing.T) {
 	l := startLeader(t)
-	written := fetchWrites{c: make(chan struct{}, 1)}
-	c := l.dial(t, kgo.WithHooks(written))
+	proxy := harness.StartKafkaProxy(t, l.b.Addr)
+	written := make(chan struct{}, 1)
+	proxy.OnRequest(func(f harness.KafkaFrame) {
+		if f.Key == kmsg.Fetch {
+			select {
+			case written <- struct{}{}:
+			default:
+			}
+		}
+	})
+	c := l.dial(t, proxy.Addr())
 	ctx, cancel := context.WithCancel(harness.Ctx(t, opTimeout))
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -155,7 +153,7 @@ func TestKgoCancelledLongPollDoesNotDelayNextFetch(t *testing.T) {
 		defer wg.Done()
 		_, pollErr = c.Fetch(ctx, l.consumerFetch(3, time.Minute)) // at the log end: waits
 	}()
-	<-written.c
+	<-written // on its way to the broker
 	cancel()
 	wg.Wait()
 	if !errors.Is(pollErr, context.Canceled) {
@@ -175,9 +173,9 @@ func TestKgoCancelledLongPollDoesNotDelayNextFetch(t *testing.T) {
 // A leader that restarts fails requests in flight and on its dead
 // connection; a client dialed again (as a fetcher does after a connection
 // failure) reaches it.
-func TestKgoDialerAfterLeaderRestart(t *testing.T) {
+func TestWireDialerAfterLeaderRestart(t *testing.T) {
 	l := startLeader(t)
-	c := l.dial(t)
+	c := l.dial(t, l.b.Addr)
 	ctx := harness.Ctx(t, opTimeout)
 	if _, err := c.Fetch(ctx, l.consumerFetch(0, 0)); err != nil {
 		t.Fatal(err)
@@ -188,7 +186,7 @@ func TestKgoDialerAfterLeaderRestart(t *testing.T) {
 	}
 	c.Close()
 	l.b.Restart()
-	c = l.dial(t)
+	c = l.dial(t, l.b.Addr)
 	var resp *kmsg.FetchResponse
 	harness.WaitFor(t, opTimeout, "the restarted leader to serve", func() bool {
 		r, err := c.Fetch(ctx, l.consumerFetch(0, 0))
