@@ -230,9 +230,15 @@ func (c *wireClient) exchange(req kmsg.Request, resp kmsg.Response, deadline tim
 	if _, err := io.ReadFull(c.conn, body); err != nil {
 		return fmt.Errorf("read %s response: %w", kmsg.NameForKey(req.Key()), err)
 	}
+	return decodeResponse(req, resp, body, c.correlation)
+}
+
+// decodeResponse decodes a response frame's body (after the size) that
+// answers req sent with correlation id corr.
+func decodeResponse(req kmsg.Request, resp kmsg.Response, body []byte, corr int32) error {
 	r := kbin.Reader{Src: body}
-	if corr := r.Int32(); corr != c.correlation {
-		return fmt.Errorf("%w: response to request %d answers %d", errProtocol, c.correlation, corr)
+	if got := r.Int32(); got != corr {
+		return fmt.Errorf("%w: response to request %d answers %d", errProtocol, corr, got)
 	}
 	// Flexible responses have header v1 (tags), except ApiVersions,
 	// whose response header stays v0 so any client can read it.

@@ -281,3 +281,52 @@ func TestWireClientCancel(t *testing.T) {
 		t.Fatal("a cancelled fetch hangs")
 	}
 }
+
+// FuzzDecodeResponse: whatever a leader's bytes are, decoding a Fetch,
+// OffsetForLeaderEpoch or ApiVersions answer returns (an error for bad
+// ones) without panicking, and a good answer's record batches lie inside
+// the frame.
+func FuzzDecodeResponse(f *testing.F) {
+	fetch := kmsg.NewPtrFetchResponse()
+	fetch.SetVersion(MaxFetchVersion)
+	ft := kmsg.NewFetchResponseTopic()
+	fp := kmsg.NewFetchResponseTopicPartition()
+	fp.HighWatermark, fp.RecordBatches = 3, []byte("batches")
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	f.Add(uint8(0), frame(1, true, fetch.AppendTo(nil))[4:])
+	epochs := kmsg.NewPtrOffsetForLeaderEpochResponse()
+	epochs.SetVersion(4)
+	f.Add(uint8(1), frame(1, true, epochs.AppendTo(nil))[4:])
+	versions := kmsg.NewPtrApiVersionsResponse()
+	versions.SetVersion(3)
+	f.Add(uint8(2), frame(1, false, versions.AppendTo(nil))[4:])
+	f.Add(uint8(0), []byte{0, 0, 0, 1, 0x81, 0x80, 0x80, 0x80, 0x08})
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
+		var req kmsg.Request
+		switch which % 3 {
+		case 0:
+			req = kmsg.NewPtrFetchRequest()
+			req.SetVersion(int16(which/3) % (MaxFetchVersion + 1))
+		case 1:
+			req = kmsg.NewPtrOffsetForLeaderEpochRequest()
+			req.SetVersion(int16(which/3) % 5)
+		default:
+			req = kmsg.NewPtrApiVersionsRequest()
+			req.SetVersion(int16(which/3) % 4)
+		}
+		resp := req.ResponseKind()
+		if err := decodeResponse(req, resp, body, 1); err != nil {
+			return
+		}
+		if fr, ok := resp.(*kmsg.FetchResponse); ok {
+			for _, t2 := range fr.Topics {
+				for _, p := range t2.Partitions {
+					if len(p.RecordBatches) > len(body) {
+						t.Fatalf("%d batch bytes from a %d-byte frame", len(p.RecordBatches), len(body))
+					}
+				}
+			}
+		}
+	})
+}
