@@ -202,6 +202,9 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, req *kmsg.CreatePar
 			if failed := b.reconcile(); len(failed) > 0 {
 				b.log.Warn("create partitions: some local replicas not open yet; retrying", "topic", rt.Topic, "partitions", len(failed))
 			}
+			if t := b.meta.Image().TopicByName(rt.Topic); t != nil {
+				b.awaitReplicas(ctx, t.Partitions)
+			}
 		}
 		resp.Topics = append(resp.Topics, st)
 	}

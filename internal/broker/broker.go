@@ -144,6 +144,12 @@ type Broker struct {
 
 	reconcileMu sync.Mutex
 	lastImage   *metadata.Image
+	// reconciled is lastImage's index: how far the local replicas are in
+	// line with the metadata. Heartbeats report it (the controller's
+	// AwaitApplied waits on it), not the index applied, because a broker
+	// that has applied a new topic but not opened its replicas yet still
+	// answers UNKNOWN_TOPIC_OR_PARTITION for it.
+	reconciled  atomic.Int64
 	retry       map[storage.TopicPartition]bool // partitions whose last reconciliation failed
 	unknownLogs map[storage.TopicPartition]bool // warned about once
 }
@@ -406,8 +412,6 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if !b.waitImage(startCtx, func(im *metadata.Image) bool { return int64(im.Index()) >= epoch }) {
 		return fmt.Errorf("catch up with the metadata log to index %d: %w", epoch, startCtx.Err())
 	}
-	// Caught up: say so now rather than at the next heartbeat.
-	b.lifecycle.Poke()
 	// Partitions that cannot be opened yet do not stop the broker: the
 	// others serve, and watchMetadata retries these.
 	b.reconcile()
@@ -504,7 +508,7 @@ func (b *Broker) register(ctx context.Context, clusterID string) error {
 		Listeners:     listeners,
 		Rack:          b.opts.Rack,
 		PreviousEpoch: -1,
-	}, b.opts.HeartbeatInterval, func() int64 { return int64(b.meta.Image().Index()) }, b.log.With("component", "lifecycle"))
+	}, b.opts.HeartbeatInterval, b.reconciled.Load, b.log.With("component", "lifecycle"))
 	epoch, err := b.lifecycle.Register(ctx)
 	if err != nil {
 		return err

@@ -172,6 +172,15 @@ func (b *Broker) reconcile() map[storage.TopicPartition]error {
 		b.sweepUnknownLogs(img, failed)
 	}
 	b.lastImage = img
+	if idx := int64(img.Index()); idx > b.reconciled.Load() {
+		b.reconciled.Store(idx)
+		// Report it now rather than at the next heartbeat: the
+		// controller may be holding a CreateTopics answer for it, and
+		// at start-up it unfences this broker once it has caught up.
+		if b.lifecycle != nil {
+			b.lifecycle.Poke()
+		}
+	}
 	b.retry = map[storage.TopicPartition]bool{}
 	for tp := range failed {
 		b.retry[tp] = true
@@ -231,8 +240,30 @@ func (b *Broker) createTopic(ctx context.Context, r metadata.CreateTopic) (*meta
 		// Drop the logs of the replicas that did open (and free their
 		// files) now rather than at the next metadata change.
 		b.reconcile()
+		return nil, err
 	}
-	return t, err
+	b.awaitReplicas(ctx, t.Partitions)
+	return t, nil
+}
+
+// awaitReplicas holds the answer to a metadata change that gave brokers
+// the replicas of parts until each of those brokers has opened them (see
+// controller.Service.AwaitApplied), so that a client told "created" finds
+// every leader ready. It is called on the active controller, which made
+// the change; it never fails, and ends with ctx.
+func (b *Broker) awaitReplicas(ctx context.Context, parts []metadata.Partition) {
+	if b.ctrlSvc == nil {
+		return
+	}
+	var ids []int32
+	for _, p := range parts {
+		for _, id := range p.Replicas {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	b.ctrlSvc.AwaitApplied(ctx, ids, int64(b.meta.Image().Index()))
 }
 
 // ensureReplica opens or updates the local replica of partition p of t

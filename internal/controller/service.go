@@ -32,6 +32,8 @@ import (
 type Quorum interface {
 	IsLeader() bool
 	Image() *metadata.Image
+	// Changes is closed when the image next changes.
+	Changes() <-chan struct{}
 	RegisterIncarnation(ctx context.Context, r metadata.BrokerRegistration) (int64, error)
 	UnfenceBroker(ctx context.Context, id int32, epoch int64) error
 	FenceBroker(ctx context.Context, id int32, epoch int64) error
@@ -88,6 +90,10 @@ type Service struct {
 	mu       sync.Mutex
 	leading  bool              // whether sessions below belong to this term
 	sessions map[int32]session // broker id -> its heartbeat session
+	// offsets is closed (and replaced) when a session reports a higher
+	// metadata offset or the sessions start afresh: what AwaitApplied
+	// waits on.
+	offsets chan struct{}
 }
 
 // session is a broker's heartbeat session on the active controller.
@@ -117,7 +123,7 @@ func New(cfg Config, q Quorum) *Service {
 	if cfg.ControllerListener == "" {
 		cfg.ControllerListener = "CONTROLLER"
 	}
-	return &Service{cfg: cfg, q: q, log: cfg.Logger, now: time.Now, sessions: map[int32]session{}}
+	return &Service{cfg: cfg, q: q, log: cfg.Logger, now: time.Now, sessions: map[int32]session{}, offsets: make(chan struct{})}
 }
 
 // Handles reports whether req is a controller API this service answers.
@@ -181,6 +187,7 @@ func (s *Service) leader() bool {
 		for _, b := range s.q.Image().Brokers() {
 			s.sessions[b.ID] = session{epoch: b.Epoch, lastBeat: now, offset: -1}
 		}
+		s.offsetsMoved()
 	}
 	return true
 }
@@ -199,6 +206,9 @@ func (s *Service) touchAt(id int32, epoch, offset int64) {
 	}
 	ss.epoch, ss.lastBeat = epoch, now
 	if offset >= 0 {
+		if offset > ss.offset {
+			s.offsetsMoved()
+		}
 		ss.offset = offset
 		if offset >= int64(s.q.Image().Index()) {
 			ss.caughtUp = now

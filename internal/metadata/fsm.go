@@ -47,13 +47,11 @@ func (f *fsm) changes() <-chan struct{} {
 // Apply implements raft.FSM. Its result is an applyResult.
 func (f *fsm) Apply(l *raft.Log) interface{} {
 	next, res := applyCommand(f.current(), l.Index, l.Data)
-	if res.err == nil {
-		f.publish(next)
-	} else {
-		// Rejected commands change nothing visible: record the index only,
-		// without waking readers.
-		f.image.Store(next)
-	}
+	// A rejected command changes nothing but the index, and readers are
+	// woken for it all the same: brokers report the index they have
+	// caught up to (heartbeats), and one waiting to report an index must
+	// not sleep through it.
+	f.publish(next)
 	return res
 }
 

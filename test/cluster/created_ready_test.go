@@ -1,0 +1,136 @@
+package cluster
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-project/weir/internal/storage/recordbatch"
+	"github.com/weir-project/weir/test/harness"
+)
+
+// TestCreatedTopicIsReadyAtEveryLeader: once CreateTopics or
+// CreatePartitions has answered, every leader of the new partitions takes
+// a Produce at once. Kafka answers when the change is committed, and a
+// leader that has not applied it yet answers UNKNOWN_TOPIC_OR_PARTITION
+// (UNKNOWN_TOPIC_ID at v13), which franz-go retries only after its
+// metadata's minimum age: a 5 s stall for a client that creates a topic
+// and produces to it. The requests go on connections opened beforehand,
+// one try each, straight after the answer, asking the broker that
+// answered where the leaders are.
+func TestCreatedTopicIsReadyAtEveryLeader(t *testing.T) {
+	c := harness.StartCluster(t, 3)
+	conns := map[int32]*harness.RawConn{}
+	for _, n := range c.Nodes {
+		conns[n.NodeID()] = n.Dial()
+	}
+	batch, err := recordbatch.Build(recordbatch.BuildOptions{
+		BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+	}, []recordbatch.Record{{Value: []byte("v")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// produceAll sends one Produce to the leader of each of parts, as
+	// the broker via names it, by name (v11) or by id (v13), and fails on
+	// any error.
+	produceAll := func(via int32, topic string, parts []int32, version int16) {
+		t.Helper()
+		md := kmsg.NewPtrMetadataRequest()
+		md.SetVersion(12)
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		md.Topics = append(md.Topics, rt)
+		resp, _ := conns[via].Request(md)
+		mr := resp.(*kmsg.MetadataResponse)
+		if len(mr.Topics) != 1 || mr.Topics[0].ErrorCode != 0 {
+			t.Fatalf("metadata of %s from node %d: %+v", topic, via, mr.Topics)
+		}
+		leaders := map[int32]int32{}
+		for _, p := range mr.Topics[0].Partitions {
+			leaders[p.Partition] = p.Leader
+		}
+		for _, p := range parts {
+			leader, ok := leaders[p]
+			if !ok || conns[leader] == nil {
+				t.Fatalf("%s-%d: node %d names leader %d (known: %v)", topic, p, via, leader, ok)
+			}
+			req := kmsg.NewPtrProduceRequest()
+			req.SetVersion(version)
+			req.Acks, req.TimeoutMillis = 1, 10000
+			pt := kmsg.NewProduceRequestTopic()
+			pt.Topic, pt.TopicID = topic, mr.Topics[0].TopicID
+			pp := kmsg.NewProduceRequestTopicPartition()
+			pp.Partition, pp.Records = p, batch
+			pt.Partitions = append(pt.Partitions, pp)
+			req.Topics = append(req.Topics, pt)
+			resp, _ := conns[leader].Request(req)
+			sp := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+			if sp.ErrorCode != 0 {
+				t.Fatalf("produce v%d to %s-%d at its leader %d right after node %d answered: %v",
+					version, topic, p, leader, via, kerr.ErrorForCode(sp.ErrorCode))
+			}
+		}
+	}
+
+	const rounds, partitions = 12, 6
+	for i := range rounds {
+		via := int32(i%3) + 1
+		topic := fmt.Sprintf("ready-%d", i)
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.SetVersion(7)
+		req.TimeoutMillis = int32(opTimeout / time.Millisecond)
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 3
+		req.Topics = append(req.Topics, rt)
+		resp, _ := conns[via].Request(req)
+		if st := resp.(*kmsg.CreateTopicsResponse).Topics[0]; st.ErrorCode != 0 {
+			t.Fatalf("create %s on node %d: %v", topic, via, kerr.ErrorForCode(st.ErrorCode))
+		}
+		all := []int32{0, 1, 2, 3, 4, 5}
+		produceAll(via, topic, all, []int16{11, 13}[i%2])
+
+		// Three more partitions, asked of another node.
+		via = via%3 + 1
+		cp := kmsg.NewPtrCreatePartitionsRequest()
+		cp.SetVersion(3)
+		cp.TimeoutMillis = int32(opTimeout / time.Millisecond)
+		ct := kmsg.NewCreatePartitionsRequestTopic()
+		ct.Topic, ct.Count = topic, partitions+3
+		cp.Topics = append(cp.Topics, ct)
+		resp, _ = conns[via].Request(cp)
+		if st := resp.(*kmsg.CreatePartitionsResponse).Topics[0]; st.ErrorCode != 0 {
+			t.Fatalf("create partitions of %s on node %d: %v", topic, via, kerr.ErrorForCode(st.ErrorCode))
+		}
+		produceAll(via, topic, []int32{6, 7, 8}, []int16{13, 11}[i%2])
+	}
+
+	// And franz-go, creating and producing at once, with no retries: its
+	// first try at each partition must succeed.
+	for i := range 3 {
+		topic := fmt.Sprintf("ready-kgo-%d", i)
+		cl := c.Client(kgo.DefaultProduceTopic(topic), kgo.RecordRetries(0), kgo.DisableIdempotentWrite(),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		adm := kadm.NewClient(cl)
+		ctx := harness.Ctx(t, opTimeout)
+		cr, err := adm.CreateTopic(ctx, partitions, 3, nil, topic)
+		if err == nil {
+			err = cr.Err
+		}
+		if err != nil {
+			t.Fatalf("create %s: %v", topic, err)
+		}
+		var recs []*kgo.Record
+		for p := range int32(partitions) {
+			recs = append(recs, &kgo.Record{Partition: p, Value: []byte("v")})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("franz-go produce to %s right after creating it: %v", topic, err)
+		}
+		cl.Close()
+	}
+}
