@@ -23,9 +23,10 @@ func (s *Service) offsetsMoved() {
 // (franz-go) only retry after their metadata's minimum age, 5 s.
 //
 // A broker that cannot report is not waited for: one fenced, shutting
-// down, no longer registered, or whose session has expired (it is about
-// to be fenced). AwaitApplied returns when no broker is left to wait for,
-// when this node is no longer the active controller, or when ctx ends.
+// down or no longer registered. A silent one is waited for until the
+// controller fences it (its session expires), which changes the image.
+// AwaitApplied returns when no broker is left to wait for, when this node
+// is no longer the active controller, or when ctx ends.
 // It has no error: the change it waits on is made either way, and the
 // wait only spares the client retries.
 func (s *Service) AwaitApplied(ctx context.Context, ids []int32, index int64) {
@@ -50,7 +51,6 @@ func (s *Service) AwaitApplied(ctx context.Context, ids []int32, index int64) {
 // has not yet reported index.
 func (s *Service) anyBehind(ids []int32, index int64) bool {
 	img := s.q.Image()
-	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
@@ -59,7 +59,7 @@ func (s *Service) anyBehind(ids []int32, index int64) bool {
 			continue
 		}
 		ss, ok := s.sessions[id]
-		if !ok || ss.epoch != b.Epoch || now.Sub(ss.lastBeat) >= s.cfg.SessionTimeout {
+		if !ok || ss.epoch != b.Epoch {
 			continue
 		}
 		if ss.offset < index {

@@ -134,3 +134,66 @@ func TestCreatedTopicIsReadyAtEveryLeader(t *testing.T) {
 		cl.Close()
 	}
 }
+
+// TestCreateTopicsWithAReplicaPaused: the wait for replica brokers never
+// hangs an answer or turns it into an error. With a replica broker
+// stopped (SIGSTOP) and its session long, CreateTopics answers success
+// at its own timeout; with the default 2 s session, it answers success
+// once the controller has fenced the silent broker, well before a long
+// request timeout. After SIGCONT the broker serves its new replica.
+func TestCreateTopicsWithAReplicaPaused(t *testing.T) {
+	cases := []struct {
+		name      string
+		timeoutMs int32
+		overrides []string
+		// fenced: the paused broker must be fenced when the answer comes
+		// (the answer waited for the fencing, not for the timeout).
+		fenced bool
+	}{
+		{"answers at its timeout", 1500, []string{"broker.session.timeout.ms=120000"}, false},
+		{"answers once the broker is fenced", 120000, nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := harness.StartCluster(t, 3, tc.overrides...)
+			guardNodes(t, c)
+			ctrl := c.AgreedController(opTimeout)
+			paused := otherNodes(3, ctrl)[0]
+			conn := c.Node(ctrl).Dial()
+			c.Node(paused).Pause()
+			const topic = "created-while-paused"
+			req := kmsg.NewPtrCreateTopicsRequest()
+			req.SetVersion(7)
+			req.TimeoutMillis = tc.timeoutMs
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+			a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			a.Partition, a.Replicas = 0, []int32{ctrl, paused}
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+			req.Topics = append(req.Topics, rt)
+			resp, _ := conn.Request(req)
+			if st := resp.(*kmsg.CreateTopicsResponse).Topics[0]; st.ErrorCode != 0 {
+				t.Fatalf("create with broker %d paused: %v", paused, kerr.ErrorForCode(st.ErrorCode))
+			}
+			dc := kmsg.NewPtrDescribeClusterRequest()
+			dc.SetVersion(2)
+			dc.IncludeFencedBrokers = true
+			dresp, _ := conn.Request(dc)
+			fenced := false
+			for _, b := range dresp.(*kmsg.DescribeClusterResponse).Brokers {
+				fenced = fenced || (b.NodeID == paused && b.IsFenced)
+			}
+			if fenced != tc.fenced {
+				t.Fatalf("broker %d fenced when CreateTopics answered: %v, want %v", paused, fenced, tc.fenced)
+			}
+
+			c.Node(paused).Resume()
+			c.WaitFullISR(topic, 0, opTimeout)
+			cl := c.Client(kgo.DefaultProduceTopic(topic))
+			defer cl.Close()
+			if err := cl.ProduceSync(harness.Ctx(t, opTimeout), &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+				t.Fatalf("produce after the resume: %v", err)
+			}
+		})
+	}
+}
