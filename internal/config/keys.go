@@ -343,7 +343,7 @@ var brokerKeys = []brokerKey{
 	intKey("replica.fetch.wait.max.ms", TypeInt, 500, anyInt, math.MaxInt32, func(b *Broker) *int64 { return &b.ReplicaFetchWaitMaxMs },
 		"Longest wait of a follower fetch."),
 	intKey("replica.fetch.backoff.ms", TypeInt, 1000, 0, math.MaxInt32, func(b *Broker) *int64 { return &b.ReplicaFetchBackoffMs },
-		"Pause after a failed follower fetch."),
+		"Pause after a failed follower fetch. An answer that only says the leader has not caught up with the metadata yet (unknown topic, not leader, leader not available) is retried after 20 ms, doubling up to this."),
 	intKey("num.replica.fetchers", TypeInt, 1, anyInt, math.MaxInt32, func(b *Broker) *int32 { return &b.NumReplicaFetchers },
 		"Fetcher threads per source broker."),
 	intKey("replica.reassignment.throttle.bytes.per.sec", TypeLong, -1, -1, noMax, func(b *Broker) *int64 { return &b.ReplicaReassignmentThrottleBytesPerSec },

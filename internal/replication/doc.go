@@ -88,13 +88,21 @@
 //
 // Per partition: NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH (our
 // metadata is behind) and UNKNOWN_LEADER_EPOCH (the leader's is) back off
-// for replica.fetch.backoff.ms and truncate again; the broker's Follow for
-// the new leader or epoch replaces the partition meanwhile. OFFSET_OUT_OF_
-// RANGE below the leader's log start empties the log and restarts it there
-// (TruncateFullyAndStartAt; when that start lies inside a batch, at the
-// batch's base, as Kafka does); above it, truncation by epoch again.
-// KAFKA_STORAGE_ERROR, unknown topics and local storage failures back off
-// and retry the same offsets: nothing is ever skipped. A replica that
+// and truncate again; the broker's Follow for the new leader or epoch
+// replaces the partition meanwhile. These, the unknown-topic answers and
+// LEADER_NOT_AVAILABLE (the leader has the topic but has not opened its
+// replica yet) mean the two brokers' metadata disagree, which is usually
+// over in milliseconds (a follower of a new topic asks before its leader
+// has applied it), so their backoff starts at 20 ms and doubles with each in
+// a row up to replica.fetch.backoff.ms: a whole second there would hold
+// the first acks=all produce to every new topic for that second. A long
+// poll ends when a partition left out of it is due again.
+// OFFSET_OUT_OF_RANGE below the leader's log start empties the log and
+// restarts it there (TruncateFullyAndStartAt; when that start lies inside
+// a batch, at the batch's base, as Kafka does); above it, truncation by
+// epoch again. KAFKA_STORAGE_ERROR and local storage failures back off
+// for replica.fetch.backoff.ms. Unknown topics and storage errors retry
+// the same offsets: nothing is ever skipped. A replica that
 // answers ErrNotFollower or ErrRemoved (it moved on to another leader or
 // epoch, or was removed) stops its partition; the broker's next Follow or
 // Unfollow decides. A connection failure backs every partition of the

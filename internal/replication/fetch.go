@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,8 +25,10 @@ type sentPartition struct {
 // gen is the fetcher's addition count the list reflects: if a partition
 // was added since, nothing is sent (the next round includes it). The
 // error is a connection failure; a fetch cut short by an addition is not.
-func (f *fetcher) fetch(parts []*partition, gen uint64, budget int64) error {
-	req, sent, drops := f.buildFetch(parts, budget)
+// due is when a partition left out (backing off, or waiting for throttle
+// budget) may be fetched again; zero if none.
+func (f *fetcher) fetch(parts []*partition, gen uint64, budget int64, due time.Time) error {
+	req, sent, drops := f.buildFetch(parts, budget, due)
 	defer func() { f.m.detachAll(drops) }()
 	if len(sent) == 0 {
 		return nil
@@ -99,13 +102,22 @@ func (f *fetcher) fetch(parts []*partition, gen uint64, budget int64) error {
 // FENCED_LEADER_EPOCH instead of data), and both the topic name and id
 // (v0-12 read the name, v13+ the id). Throttled partitions share budget
 // bytes (throttle.go); once it is given out the rest of them wait.
-func (f *fetcher) buildFetch(parts []*partition, budget int64) (*kmsg.FetchRequest, []sentPartition, []*partition) {
+//
+// The long poll ends by due at the latest, when a partition left out is
+// to be fetched again: otherwise a partition backing off for 20 ms after
+// its leader did not know its topic yet would wait out a whole
+// replica.fetch.wait.max.ms behind partitions that have nothing new.
+func (f *fetcher) buildFetch(parts []*partition, budget int64, due time.Time) (*kmsg.FetchRequest, []sentPartition, []*partition) {
 	cfg := f.m.cfg
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = cfg.LocalID
 	req.ReplicaState.ID = cfg.LocalID
 	req.ReplicaState.Epoch = f.m.brokerEpoch.Load()
-	req.MaxWaitMillis = int32(min(cfg.MaxWait.Milliseconds(), 1<<31-1))
+	wait := cfg.MaxWait
+	if !due.IsZero() {
+		wait = min(wait, max(time.Until(due), 0))
+	}
+	req.MaxWaitMillis = int32(min((wait + time.Millisecond - 1).Milliseconds(), 1<<31-1))
 	req.MinBytes = cfg.MinBytes
 	req.MaxBytes = cfg.MaxBytes
 	req.IsolationLevel = 0                  // followers copy everything, open transactions too
@@ -167,6 +179,7 @@ func (f *fetcher) apply(s *sentPartition, rp *kmsg.FetchResponseTopicPartition) 
 		return false // unfollowed while the fetch was in flight
 	}
 	backoff := f.m.cfg.Backoff
+	err := fmt.Errorf("fetch at offset %d: %w", s.offset, kerr.ErrorForCode(rp.ErrorCode))
 	switch rp.ErrorCode {
 	case 0:
 		return f.applyData(s, rp)
@@ -175,11 +188,11 @@ func (f *fetcher) apply(s *sentPartition, rp *kmsg.FetchResponseTopicPartition) 
 	case kerr.NotLeaderForPartition.Code, kerr.FencedLeaderEpoch.Code, kerr.UnknownLeaderEpoch.Code:
 		// Our metadata or the leader's is behind: once both agree (a new
 		// Follow, or the leader catching up), truncate again and go on.
-		p.delay(backoff, fmt.Errorf("fetch at offset %d: %w", s.offset, kerr.ErrorForCode(rp.ErrorCode)), true)
+		p.delayAfter(backoff, rp.ErrorCode, err, true)
 	default:
 		// KAFKA_STORAGE_ERROR, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID
 		// and anything else: the same fetch again, later.
-		p.delay(backoff, fmt.Errorf("fetch at offset %d: %w", s.offset, kerr.ErrorForCode(rp.ErrorCode)), false)
+		p.delayAfter(backoff, rp.ErrorCode, err, false)
 	}
 	return false
 }

@@ -157,7 +157,7 @@ func (f *fetcher) run() {
 			// asks again.
 			continue
 		}
-		if err := f.fetch(fetching, gen, budget); err != nil {
+		if err := f.fetch(fetching, gen, budget, next); err != nil {
 			f.connectionFailed(parts, err)
 		}
 	}

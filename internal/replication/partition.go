@@ -3,9 +3,12 @@ package replication
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/weir-project/weir/internal/replica"
 	"github.com/weir-project/weir/internal/storage"
@@ -111,6 +114,9 @@ type partition struct {
 	oorAt    int64
 	logEnd   int64
 	leaderHW int64
+	// disagreements counts the answers in a row that said the leader's
+	// metadata and ours disagree (delayDisagreement).
+	disagreements int
 
 	// throttled: fetched under the reassignment throttle (throttle.go).
 	throttled atomic.Bool
@@ -192,6 +198,38 @@ func (p *partition) delay(backoff time.Duration, err error, truncate bool) {
 	}
 }
 
+// disagreementBackoff is the first pause after an answer saying that the
+// leader's metadata and ours disagree; it doubles with each such answer in
+// a row, up to the configured backoff.
+const disagreementBackoff = 20 * time.Millisecond
+
+// disagreementCodes are the answers that mean the leader and this
+// follower see different metadata: the leader has not applied the topic
+// or the leadership yet (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,
+// NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH), or has but not opened
+// the replica yet (LEADER_NOT_AVAILABLE), or this follower is behind
+// (FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER).
+var disagreementCodes = []int16{
+	kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code, kerr.NotLeaderForPartition.Code,
+	kerr.UnknownLeaderEpoch.Code, kerr.FencedLeaderEpoch.Code, kerr.LeaderNotAvailable.Code,
+}
+
+// delayAfter backs the partition off after an error answer: a
+// disagreement on the metadata is usually over within milliseconds (a
+// follower of a new topic asks before its leader has applied it), so it
+// is retried soon and then ever less often; any other error waits the
+// whole backoff.
+func (p *partition) delayAfter(backoff time.Duration, code int16, err error, truncate bool) {
+	if slices.Contains(disagreementCodes, code) {
+		p.mu.Lock()
+		n := min(p.disagreements, 16)
+		p.disagreements++
+		p.mu.Unlock()
+		backoff = min(backoff, disagreementBackoff<<n)
+	}
+	p.delay(backoff, err, truncate)
+}
+
 // setFetching moves a partition whose truncation is complete to fetching.
 func (p *partition) setFetching(logEnd int64) {
 	p.mu.Lock()
@@ -239,7 +277,7 @@ func (p *partition) retruncate(backoff time.Duration, logEnd int64, err error) {
 // fetched records a successful fetch.
 func (p *partition) fetched(logEnd, leaderHW int64) {
 	p.mu.Lock()
-	p.logEnd, p.leaderHW, p.lastErr, p.oorAt = logEnd, leaderHW, nil, -1
+	p.logEnd, p.leaderHW, p.lastErr, p.oorAt, p.disagreements = logEnd, leaderHW, nil, -1, 0
 	p.mu.Unlock()
 }
 

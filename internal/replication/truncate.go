@@ -173,7 +173,7 @@ func (f *fetcher) applyEpochAnswer(q epochQuery, a *kmsg.OffsetForLeaderEpochRes
 		// behind), UNKNOWN_LEADER_EPOCH (the leader's is), storage or
 		// unknown-topic errors: all are retried after the backoff, by
 		// which time Follow may have moved the partition on.
-		p.delay(f.m.cfg.Backoff, fmt.Errorf("offset for leader epoch %d: %w", q.epoch, kerr.ErrorForCode(a.ErrorCode)), true)
+		p.delayAfter(f.m.cfg.Backoff, a.ErrorCode, fmt.Errorf("offset for leader epoch %d: %w", q.epoch, kerr.ErrorForCode(a.ErrorCode)), true)
 		return false
 	}
 	fs, ok, drop := f.followerStateLocked(p)

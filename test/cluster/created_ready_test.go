@@ -197,3 +197,39 @@ func TestCreateTopicsWithAReplicaPaused(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstAcksAllProduceToNewTopic: a follower that asks a new topic's
+// leader before the leader has applied or opened it (UNKNOWN_TOPIC_ID,
+// LEADER_NOT_AVAILABLE) retries within milliseconds, not after
+// replica.fetch.backoff.ms, which would hold the first acks=all produce
+// for that long. The backoff is set to two minutes here, beyond the
+// records' one-minute delivery timeout, so a follower that waits it out
+// fails the test instead of slowing it. (Not idempotent: franz-go never
+// gives up on an idempotent batch whose fate it does not know.)
+func TestFirstAcksAllProduceToNewTopic(t *testing.T) {
+	c := harness.StartCluster(t, 3, "replica.fetch.backoff.ms=120000")
+	guardNodes(t, c)
+	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DisableIdempotentWrite(), kgo.RecordDeliveryTimeout(time.Minute))
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	three := "3"
+	for i := range 5 {
+		topic := fmt.Sprintf("first-acks-all-%d", i)
+		ctx := harness.Ctx(t, 2*time.Minute)
+		cr, err := adm.CreateTopic(ctx, 6, 3, map[string]*string{"min.insync.replicas": &three}, topic)
+		if err == nil {
+			err = cr.Err
+		}
+		if err != nil {
+			t.Fatalf("create %s: %v", topic, err)
+		}
+		var recs []*kgo.Record
+		for p := range int32(6) {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte("v")})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("acks=all produce to %s right after creating it: %v", topic, err)
+		}
+	}
+}
