@@ -13,8 +13,12 @@ import (
 // backs off 20 ms, then twice as long with each such answer in a row, up
 // to the configured backoff; a fetch that succeeds starts the count again.
 // Any other error waits the whole backoff.
+//
+// Such a streak is logged once at DEBUG, since every new topic goes
+// through one, and once more at WARN if it lasts into the whole backoff.
 func TestDisagreementBackoffGrows(t *testing.T) {
-	p := &partition{log: slog.New(slog.DiscardHandler), state: Fetching}
+	logs := newLogRecorder()
+	p := &partition{log: slog.New(logs), state: Fetching}
 	const full = time.Second
 	check := func(code int16, want time.Duration) {
 		t.Helper()
@@ -30,6 +34,9 @@ func TestDisagreementBackoffGrows(t *testing.T) {
 	}
 	for _, want := range []time.Duration{20, 40, 80, 160, 320, 640, 1000, 1000} {
 		check(kerr.UnknownTopicID.Code, want*time.Millisecond)
+	}
+	if d, w := logs.count("DEBUG", "backing off"), logs.count("WARN", "backing off"); d != 1 || w != 1 {
+		t.Fatalf("one streak logged %d times at DEBUG and %d at WARN, want once each", d, w)
 	}
 	p.fetched(0, 0)
 	check(kerr.LeaderNotAvailable.Code, 20*time.Millisecond)

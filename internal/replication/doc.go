@@ -95,7 +95,9 @@
 // over in milliseconds (a follower of a new topic asks before its leader
 // has applied it), so their backoff starts at 20 ms and doubles with each in
 // a row up to replica.fetch.backoff.ms: a whole second there would hold
-// the first acks=all produce to every new topic for that second. A long
+// the first acks=all produce to every new topic for that second. Such an
+// episode is logged at DEBUG, and at WARN only once it lasts into the
+// whole backoff. A long
 // poll ends when a partition left out of it is due again.
 // OFFSET_OUT_OF_RANGE below the leader's log start empties the log and
 // restarts it there (TruncateFullyAndStartAt; when that start lies inside

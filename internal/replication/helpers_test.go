@@ -37,7 +37,8 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 }
 
 // logRecorder is a slog handler keeping messages, for tests that check
-// what was logged (one line per state change).
+// what was logged (one line per state change), each line led by its
+// level.
 type logRecorder struct {
 	mu    *sync.Mutex
 	lines *[]string
@@ -51,6 +52,7 @@ func newLogRecorder() *logRecorder {
 func (h *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
 func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
+	b.WriteString(r.Level.String() + " ")
 	b.WriteString(r.Message)
 	for _, a := range h.attrs {
 		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"slices"
@@ -115,8 +116,10 @@ type partition struct {
 	logEnd   int64
 	leaderHW int64
 	// disagreements counts the answers in a row that said the leader's
-	// metadata and ours disagree (delayDisagreement).
+	// metadata and ours disagree (delayAfter).
 	disagreements int
+	// loggedAt is the level lastErr was logged at.
+	loggedAt slog.Level
 
 	// throttled: fetched under the reassignment throttle (throttle.go).
 	throttled atomic.Bool
@@ -181,20 +184,29 @@ func (p *partition) ready(now time.Time) (State, bool, time.Time) {
 // truncation. The error is logged when it differs from the previous one,
 // so a partition retrying the same failure does not log every backoff.
 func (p *partition) delay(backoff time.Duration, err error, truncate bool) {
+	p.delayLogged(backoff, err, truncate, slog.LevelWarn)
+}
+
+// delayLogged is delay logging at level: an error first logged below
+// Warn is logged again when it comes at Warn.
+func (p *partition) delayLogged(backoff time.Duration, err error, truncate bool, level slog.Level) {
 	p.mu.Lock()
 	if p.state == Stopped {
 		p.mu.Unlock()
 		return
 	}
-	same := p.lastErr != nil && p.lastErr.Error() == err.Error()
+	same := p.lastErr != nil && p.lastErr.Error() == err.Error() && level <= p.loggedAt
 	p.lastErr = err
+	if !same {
+		p.loggedAt = level
+	}
 	p.delayTo = time.Now().Add(backoff)
 	if truncate {
 		p.state, p.askEpoch = Truncating, -1
 	}
 	p.mu.Unlock()
 	if !same {
-		p.log.Warn("replica fetch failed; backing off", "backoff", backoff, "truncate_first", truncate, "err", err)
+		p.log.Log(context.Background(), level, "replica fetch failed; backing off", "backoff", backoff, "truncate_first", truncate, "err", err)
 	}
 }
 
@@ -225,7 +237,12 @@ func (p *partition) delayAfter(backoff time.Duration, code int16, err error, tru
 		n := min(p.disagreements, 16)
 		p.disagreements++
 		p.mu.Unlock()
-		backoff = min(backoff, disagreementBackoff<<n)
+		if short := disagreementBackoff << n; short < backoff {
+			// Every new topic goes through this: it is worth a
+			// warning only once it has lasted into the whole backoff.
+			p.delayLogged(short, err, truncate, slog.LevelDebug)
+			return
+		}
 	}
 	p.delay(backoff, err, truncate)
 }
