@@ -118,9 +118,13 @@ type Broker struct {
 	// heartbeats through it; ctrlSvc answers as a controller.
 	ctrl      *ctrlclient.Client
 	lifecycle *ctrlclient.Lifecycle
-	ctrlSvc   *controller.Service
-	fetchers  *replication.Manager
-	isr       *isrBatcher
+	// pokes is lifecycle once register has set it, for reconcile: that
+	// may run on another goroutine before (a CreateTopics forwarded to
+	// this node as the active controller while its broker registers).
+	pokes    atomic.Pointer[ctrlclient.Lifecycle]
+	ctrlSvc  *controller.Service
+	fetchers *replication.Manager
+	isr      *isrBatcher
 	// producerIDs hands out idempotent producer ids (InitProducerId).
 	producerIDs *txn.ProducerIDs
 	// groups is the consumer group coordinator (groups.go).
@@ -509,6 +513,7 @@ func (b *Broker) register(ctx context.Context, clusterID string) error {
 		Rack:          b.opts.Rack,
 		PreviousEpoch: -1,
 	}, b.opts.HeartbeatInterval, b.reconciled.Load, b.log.With("component", "lifecycle"))
+	b.pokes.Store(b.lifecycle)
 	epoch, err := b.lifecycle.Register(ctx)
 	if err != nil {
 		return err

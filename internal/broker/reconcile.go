@@ -177,8 +177,8 @@ func (b *Broker) reconcile() map[storage.TopicPartition]error {
 		// Report it now rather than at the next heartbeat: the
 		// controller may be holding a CreateTopics answer for it, and
 		// at start-up it unfences this broker once it has caught up.
-		if b.lifecycle != nil {
-			b.lifecycle.Poke()
+		if l := b.pokes.Load(); l != nil {
+			l.Poke()
 		}
 	}
 	b.retry = map[storage.TopicPartition]bool{}
