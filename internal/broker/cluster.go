@@ -57,6 +57,12 @@ func (q *isrBatcher) AlterISR(p *replica.Partition, c replica.ISRChange) {
 	}
 }
 
+// MayJoinISR implements replica.ISRChanger from this broker's image.
+func (q *isrBatcher) MayJoinISR(id int32) bool {
+	br, ok := q.b.meta.Image().Broker(id)
+	return ok && br.Eligible()
+}
+
 // run sends queued proposals until ctx ends.
 func (q *isrBatcher) run(ctx context.Context) {
 	for {

@@ -15,6 +15,12 @@ import (
 // controller refuses or cannot be reached, as a call to ISRChangeFailed.
 type ISRChanger interface {
 	AlterISR(p *Partition, c ISRChange)
+	// MayJoinISR reports whether broker id may be added to an ISR: not
+	// fenced and not shutting down (KIP-841). The controller refuses such
+	// an expansion (INELIGIBLE_REPLICA), and while one is pending the
+	// high watermark waits for the broker it adds, which is going away.
+	// Called with the partition's lock held: it must not block.
+	MayJoinISR(id int32) bool
 }
 
 // ISRChange is one proposal: the ISR the leader wants, made at the given
@@ -169,6 +175,12 @@ func (p *Partition) maybeExpandISRLocked(fs *follower) {
 		return
 	}
 	if fs.leo < p.hw || fs.leo < p.epochStart {
+		return
+	}
+	if !p.isr.MayJoinISR(fs.id) {
+		// A broker in controlled shutdown keeps fetching until it
+		// exits: proposing it after every fetch would hold the high
+		// watermark (and acks=all) until each refusal came back.
 		return
 	}
 	next := append(slices.Clone(p.st.ISR), fs.id)

@@ -17,10 +17,15 @@ type fakeClock struct{ t time.Time }
 func (c *fakeClock) now() time.Time          { return c.t }
 func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
-// proposals records ISR changes instead of sending them to a controller.
-type proposals struct{ got []ISRChange }
+// proposals records ISR changes instead of sending them to a controller;
+// the brokers in ineligible may not join an ISR.
+type proposals struct {
+	got        []ISRChange
+	ineligible map[int32]bool
+}
 
 func (r *proposals) AlterISR(_ *Partition, c ISRChange) { r.got = append(r.got, c) }
+func (r *proposals) MayJoinISR(id int32) bool           { return !r.ineligible[id] }
 
 func (r *proposals) take(t *testing.T) ISRChange {
 	t.Helper()
@@ -171,6 +176,34 @@ func TestFollowerRejoinsOnceCaughtUpPastEpochStart(t *testing.T) {
 	fetch(t, p, 3, 8)
 	if c := props.take(t); !slices.Equal(c.ISR, []int32{1, 2, 3}) {
 		t.Fatalf("re-proposal %v", c.ISR)
+	}
+}
+
+// A caught-up follower that may not join (fenced, or in controlled
+// shutdown while it still fetches) is not proposed, so the high watermark
+// does not wait for it; once it may, it is.
+func TestIneligibleFollowerNotProposed(t *testing.T) {
+	p, _, props := leaderOf(t, []int32{1, 2}, 1)
+	props.ineligible = map[int32]bool{3: true}
+	if _, err := p.AppendAsLeader(batch(t, 6), 1); err != nil {
+		t.Fatal(err)
+	}
+	fetch(t, p, 2, 6)
+	fetch(t, p, 3, 6)
+	if len(props.got) != 0 {
+		t.Fatalf("ineligible follower 3 was proposed: %v", props.got)
+	}
+	if _, err := p.AppendAsLeader(batch(t, 2), 1); err != nil {
+		t.Fatal(err)
+	}
+	fetch(t, p, 2, 8)
+	if hw := p.Offsets().HighWater; hw != 8 {
+		t.Fatalf("hw %d, want 8: nothing pending waits for follower 3", hw)
+	}
+	props.ineligible = nil
+	fetch(t, p, 3, 8)
+	if c := props.take(t); !slices.Equal(c.ISR, []int32{1, 2, 3}) {
+		t.Fatalf("proposal once eligible: %v", c.ISR)
 	}
 }
 
