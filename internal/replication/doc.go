@@ -93,19 +93,18 @@
 // LEADER_NOT_AVAILABLE (the leader has the topic but has not opened its
 // replica yet) mean the two brokers' metadata disagree, which is usually
 // over in milliseconds (a follower of a new topic asks before its leader
-// has applied it), so their backoff starts at 20 ms and doubles with each in
-// a row up to replica.fetch.backoff.ms: a whole second there would hold
-// the first acks=all produce to every new topic for that second. Such an
-// episode is logged at DEBUG, and at WARN only once it lasts into the
-// whole backoff. A long
-// poll ends when a partition left out of it is due again.
-// OFFSET_OUT_OF_RANGE below the leader's log start empties the log and
-// restarts it there (TruncateFullyAndStartAt; when that start lies inside
-// a batch, at the batch's base, as Kafka does); above it, truncation by
-// epoch again. KAFKA_STORAGE_ERROR and local storage failures back off
-// for replica.fetch.backoff.ms. Unknown topics and storage errors retry
-// the same offsets: nothing is ever skipped. A replica that
-// answers ErrNotFollower or ErrRemoved (it moved on to another leader or
+// has applied it), so their backoff starts at 20 ms and doubles with each
+// in a row up to replica.fetch.backoff.ms: a whole second there would
+// hold the first acks=all produce to every new topic for that second.
+// Such an episode is logged at DEBUG, and at WARN only once it lasts into
+// the whole backoff. A long poll ends when a partition left out of it is
+// due again. OFFSET_OUT_OF_RANGE below the leader's log start empties the
+// log and restarts it there (TruncateFullyAndStartAt; when that start
+// lies inside a batch, at the batch's base, as Kafka does); above it,
+// truncation by epoch again. KAFKA_STORAGE_ERROR and local storage
+// failures back off for replica.fetch.backoff.ms. Unknown topics and
+// storage errors retry the same offsets: nothing is ever skipped. A
+// replica that answers ErrNotFollower or ErrRemoved (it moved on to another leader or
 // epoch, or was removed) stops its partition; the broker's next Follow or
 // Unfollow decides. A connection failure backs every partition of the
 // fetcher off and the next round dials again, resolving the leader's

@@ -178,22 +178,20 @@ func (f *fetcher) apply(s *sentPartition, rp *kmsg.FetchResponseTopicPartition) 
 	if p.gone {
 		return false // unfollowed while the fetch was in flight
 	}
-	backoff := f.m.cfg.Backoff
-	err := fmt.Errorf("fetch at offset %d: %w", s.offset, kerr.ErrorForCode(rp.ErrorCode))
 	switch rp.ErrorCode {
 	case 0:
 		return f.applyData(s, rp)
 	case kerr.OffsetOutOfRange.Code:
 		return f.outOfRange(s, rp.LogStartOffset)
-	case kerr.NotLeaderForPartition.Code, kerr.FencedLeaderEpoch.Code, kerr.UnknownLeaderEpoch.Code:
-		// Our metadata or the leader's is behind: once both agree (a new
-		// Follow, or the leader catching up), truncate again and go on.
-		p.delayAfter(backoff, rp.ErrorCode, err, true)
-	default:
-		// KAFKA_STORAGE_ERROR, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID
-		// and anything else: the same fetch again, later.
-		p.delayAfter(backoff, rp.ErrorCode, err, false)
 	}
+	// NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH:
+	// our metadata or the leader's is behind; once both agree (a new
+	// Follow, or the leader catching up), truncate again and go on.
+	// KAFKA_STORAGE_ERROR, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID and
+	// anything else: the same fetch again, later.
+	truncate := rp.ErrorCode == kerr.NotLeaderForPartition.Code || rp.ErrorCode == kerr.FencedLeaderEpoch.Code ||
+		rp.ErrorCode == kerr.UnknownLeaderEpoch.Code
+	p.delayAfter(f.m.cfg.Backoff, rp.ErrorCode, fmt.Errorf("fetch at offset %d: %w", s.offset, kerr.ErrorForCode(rp.ErrorCode)), truncate)
 	return false
 }
 
