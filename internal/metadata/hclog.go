@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -9,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 )
 
 // slogHCLog adapts slog to the hclog.Logger interface raft logs through.
@@ -58,9 +60,10 @@ func (h *slogHCLog) Log(level hclog.Level, msg string, args ...interface{}) {
 			return
 		}
 	}
-	if level >= hclog.Warn && isPeerRetry(msg) {
+	if level >= hclog.Warn && (isPeerRetry(msg) || isOwnShutdown(msg, args)) {
 		// Repeated at every backoff while a peer is down: the controller
-		// says once, in its own words, that the broker was fenced.
+		// says once, in its own words, that the broker was fenced. And a
+		// peer's connection cut by this node's own clean stop is no error.
 		level = hclog.Debug
 		if !h.enabled(level) {
 			return
@@ -123,9 +126,6 @@ func (h *slogHCLog) StandardWriter(opts *hclog.StandardLoggerOptions) io.Writer 
 	return h.StandardLogger(opts).Writer()
 }
 
-// isExpectedElection recognises raft's warning when a node that has never
-// heard of a leader starts an election: that is how every start begins, not
-// a problem worth a warning.
 // isPeerRetry names raft's messages about an unreachable peer.
 func isPeerRetry(msg string) bool {
 	switch msg {
@@ -135,6 +135,23 @@ func isPeerRetry(msg string) bool {
 	return false
 }
 
+// isOwnShutdown recognises the transport's error for a peer connection it
+// was serving when it closed: every clean stop of a node logs it once.
+func isOwnShutdown(msg string, args []any) bool {
+	if msg != "failed to decode incoming command" {
+		return false
+	}
+	for i := 0; i+1 < len(args); i += 2 {
+		if err, ok := args[i+1].(error); ok && errors.Is(err, raft.ErrTransportShutdown) {
+			return true
+		}
+	}
+	return false
+}
+
+// isExpectedElection recognises raft's warning when a node that has never
+// heard of a leader starts an election: that is how every start begins, not
+// a problem worth a warning.
 func isExpectedElection(msg string, args []any) bool {
 	if msg != "heartbeat timeout reached, starting election" {
 		return false

@@ -2,11 +2,13 @@ package metadata
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 )
 
 func TestHCLogAdapterLevels(t *testing.T) {
@@ -17,11 +19,13 @@ func TestHCLogAdapterLevels(t *testing.T) {
 	named.Warn("real warning", "peer", "x")
 	named.Error("real error")
 	named.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "", "last-leader-id", "")
+	named.Error("failed to decode incoming command", "error", raft.ErrTransportShutdown)
+	named.Error("failed to decode incoming command", "error", errors.New("unknown rpc type 9"))
 	out := buf.String()
-	if strings.Contains(out, "chatty info") || strings.Contains(out, "starting election") {
+	if strings.Contains(out, "chatty info") || strings.Contains(out, "starting election") || strings.Contains(out, "transport shutdown") {
 		t.Fatalf("logged below Warn:\n%s", out)
 	}
-	for _, want := range []string{"level=WARN msg=\"real warning\" component=raft peer=x node=1", "level=ERROR msg=\"real error\""} {
+	for _, want := range []string{"level=WARN msg=\"real warning\" component=raft peer=x node=1", "level=ERROR msg=\"real error\"", "unknown rpc type 9"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("missing %q in:\n%s", want, out)
 		}
