@@ -153,7 +153,9 @@ type Broker struct {
 	// AwaitApplied waits on it), not the index applied, because a broker
 	// that has applied a new topic but not opened its replicas yet still
 	// answers UNKNOWN_TOPIC_OR_PARTITION for it.
-	reconciled  atomic.Int64
+	reconciled reconciledIndex
+	// probe reads the active controller's commit index (catchup.go).
+	probe       *commitProbe
 	retry       map[storage.TopicPartition]bool // partitions whose last reconciliation failed
 	unknownLogs map[storage.TopicPartition]bool // warned about once
 }
@@ -352,6 +354,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Logger:        logger.With("component", "ctrlclient"),
 	})
 	defer b.ctrl.Close()
+	b.probe = &commitProbe{ask: b.askCommitIndex}
 	b.producerIDs = txn.NewProducerIDs(producerIDSource{b}, txn.DefaultBlockSize)
 	replCfg := opts.Replication
 	replCfg.Observer = b.replicationObserver()

@@ -83,8 +83,20 @@ func (b *Broker) handleFetch(ctx context.Context, rc *server.RequestContext, req
 	defer f.waiter.Done()
 	f.out = &fetchResponse{FetchResponse: resp}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	caughtUp := false
 	for {
 		total, failed := f.fill()
+		if failed && !caughtUp && maybeLate(resp) {
+			// Told that this broker does not lead, or about a newer
+			// leader epoch than it knows: it may be late with the
+			// metadata (catchup.go). Once caught up, read again.
+			caughtUp = true
+			if b.catchUp(ctx) {
+				// Register again: a partition may be here now.
+				f.filled = false
+				continue
+			}
+		}
 		if total >= int64(req.MinBytes) || failed || req.MaxWaitMillis <= 0 || f.watched == 0 {
 			break
 		}
@@ -104,6 +116,20 @@ func (b *Broker) handleFetch(ctx context.Context, rc *server.RequestContext, req
 	}
 	// The server sends the pinned record sets and releases them.
 	return f.out, nil
+}
+
+// maybeLate reports whether an answer says the partition is led
+// elsewhere, or that the requester knows a newer leader epoch: the
+// answers a broker behind on the metadata gives.
+func maybeLate(resp *kmsg.FetchResponse) bool {
+	for _, st := range resp.Topics {
+		for _, sp := range st.Partitions {
+			if sp.ErrorCode == kerr.NotLeaderForPartition.Code || sp.ErrorCode == kerr.UnknownLeaderEpoch.Code {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // dedupeFetch makes the request's partition lists sets, the way Kafka
@@ -154,7 +180,7 @@ type fetchState struct {
 	resp      *kmsg.FetchResponse
 	replicaID int32
 	waiter    *replica.Waiter
-	watched   int  // partitions the waiter is registered with
+	watched   int  // registrations of the waiter (0: none)
 	filled    bool // the first fill (which registers the waiter) ran
 	// leaderHints are the leaders named in NOT_LEADER_OR_FOLLOWER answers.
 	leaderHints map[int32]bool
@@ -179,6 +205,7 @@ func (f *fetchState) fill() (int64, bool) {
 	req, resp := f.req, f.resp
 	resp.Topics = resp.Topics[:0]
 	f.out.release() // a fill after a wait reads everything again
+	clear(f.leaderHints)
 	img := f.b.meta.Image()
 	var (
 		total  int64

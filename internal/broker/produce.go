@@ -98,7 +98,9 @@ func (b *Broker) appendAll(resp *kmsg.ProduceResponse, jobs []pendingAppend, ack
 // for other brokers (server.ProduceWaitAdvisor): only if a partition it
 // names is led here with another broker in its ISR. Every other case is
 // answered at the append: a partition alone in its ISR commits there, and
-// one not led here, unknown or refused fails at once.
+// one unknown or refused fails at once. One not led here waits at most
+// for this broker to catch up with the metadata (catchup.go), usually
+// milliseconds, which the reader may spend.
 func (b *Broker) ProduceMayWait(req *kmsg.ProduceRequest) bool {
 	if req.Acks != -1 {
 		return false
@@ -187,6 +189,15 @@ func (b *Broker) handleProduce(ctx context.Context, rc *server.RequestContext, r
 		resp.Topics = append(resp.Topics, st)
 	}
 	waits := b.appendAll(resp, appends, req.Acks)
+	if late := notLedYet(resp, appends); len(late) > 0 && b.catchUp(ctx) {
+		// Caught up with the metadata committed before: the partitions
+		// this broker leads now are taken, the others refused for good.
+		for _, j := range late {
+			sp := &resp.Topics[j.ti].Partitions[j.pi]
+			sp.ErrorCode, sp.ErrorMessage = 0, nil
+		}
+		waits = append(waits, b.appendAll(resp, late, req.Acks)...)
+	}
 	if len(waits) > 0 {
 		// The batches are in the log: their bytes are not needed while
 		// waiting for the followers, whose fetches must not wait for
@@ -214,6 +225,18 @@ func (b *Broker) handleProduce(ctx context.Context, rc *server.RequestContext, r
 	}
 	b.hintProduceLeaders(resp)
 	return resp, nil
+}
+
+// notLedYet returns the appends refused NOT_LEADER_OR_FOLLOWER; nothing
+// of them was appended, so they may be tried again.
+func notLedYet(resp *kmsg.ProduceResponse, appends []pendingAppend) []pendingAppend {
+	var late []pendingAppend
+	for _, j := range appends {
+		if resp.Topics[j.ti].Partitions[j.pi].ErrorCode == kerr.NotLeaderForPartition.Code {
+			late = append(late, j)
+		}
+	}
+	return late
 }
 
 // hintProduceLeaders fills CurrentLeader in NOT_LEADER_OR_FOLLOWER answers

@@ -172,8 +172,7 @@ func (b *Broker) reconcile() map[storage.TopicPartition]error {
 		b.sweepUnknownLogs(img, failed)
 	}
 	b.lastImage = img
-	if idx := int64(img.Index()); idx > b.reconciled.Load() {
-		b.reconciled.Store(idx)
+	if b.reconciled.Advance(int64(img.Index())) {
 		// Report it now rather than at the next heartbeat: the
 		// controller may be holding a CreateTopics answer for it, and
 		// at start-up it unfences this broker once it has caught up.

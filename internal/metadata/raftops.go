@@ -121,6 +121,22 @@ func (c *Controller) fsmCaughtUp(index uint64) bool {
 	return true
 }
 
+// CommitIndex is the index of the last metadata entry this node knows to
+// be committed. Only the active controller's is current: a follower learns
+// of a commit with the leader's next message.
+func (c *Controller) CommitIndex() uint64 { return c.raft.CommitIndex() }
+
+// CaughtUpTo reports whether this node's image holds every command up to
+// index (a commit index, the active controller's): the entries are in the
+// local log and none of them is a command still to apply. Entries missing
+// from the local log count as not caught up.
+func (c *Controller) CaughtUpTo(index uint64) bool {
+	if c.Image().Index() >= index {
+		return true
+	}
+	return c.raft.LastIndex() >= index && c.fsmCaughtUp(index)
+}
+
 // timeoutOf converts ctx's deadline into the enqueue timeout raft wants
 // (0 = none).
 func timeoutOf(ctx context.Context) time.Duration {

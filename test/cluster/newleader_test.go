@@ -1,0 +1,210 @@
+package cluster
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-project/weir/internal/storage/recordbatch"
+	"github.com/weir-project/weir/test/harness"
+)
+
+// TestNewLeaderAnswersAtOnce: when leadership moves, the old leader
+// answers NOT_LEADER_OR_FOLLOWER naming the new one (KIP-951) as soon as
+// its own metadata shows the move, which may be before the new leader's
+// does. A Produce or Fetch sent to the named broker straight after must
+// be served, not refused: it waits until it has caught up with the
+// metadata the controller had committed, then answers. Refused, a client
+// backs off (franz-go 250 ms) before it tries again.
+//
+// Each round moves the leadership of one partition to the next replica
+// (a reassignment reordering the replicas, then a preferred election)
+// while one goroutine sends the current leader produces (even rounds) or
+// consumer fetches (odd rounds) until it is told who leads now; the same
+// request to the named broker goes out on a connection opened
+// beforehand. Nothing here races: the hint comes from committed metadata,
+// so the named broker's catching up with the controller's commit index
+// always finds it leading.
+//
+// Then, with the active controller paused, a follower asked to take a
+// produce still answers NOT_LEADER_OR_FOLLOWER naming the leader: not
+// being able to ask the controller bounds the wait, it never hangs.
+func TestNewLeaderAnswersAtOnce(t *testing.T) {
+	c := harness.StartCluster(t, 3)
+	guardNodes(t, c)
+	const topic = "moving-leader"
+	createAssignedTopic(t, c, topic, [][]int32{{1, 2, 3}}, nil)
+	conns := map[int32]*harness.RawConn{}
+	for id := int32(1); id <= 3; id++ {
+		conns[id] = c.Node(id).Dial()
+	}
+	adm := kadm.NewClient(c.Client())
+	id := topicID(t, c, topic)
+	ctx := harness.Ctx(t, 5*time.Minute)
+
+	replicas := []int32{1, 2, 3}
+	const rounds = 12
+	for round := range rounds {
+		from := replicas[0]
+		replicas = append(replicas[1:], replicas[0])
+		to := replicas[0]
+
+		type told struct {
+			leader, epoch int32
+			answers       int
+			err           error
+		}
+		what := "produce"
+		send := func(conn *harness.RawConn, n int) (answer, error) {
+			return rawProduce(conn, topic, fmt.Sprintf("r%d-%d", round, n))
+		}
+		if round%2 == 1 {
+			what = "fetch"
+			send = func(conn *harness.RawConn, _ int) (answer, error) { return rawFetch(conn, id) }
+		}
+		hint := make(chan told, 1)
+		go func() {
+			n := 0
+			for {
+				n++
+				a, err := send(conns[from], n)
+				switch {
+				case err != nil:
+					hint <- told{err: err}
+					return
+				case a.code == kerr.NotLeaderForPartition.Code && a.leader >= 0:
+					hint <- told{leader: a.leader, epoch: a.epoch, answers: n}
+					return
+				case a.code != 0:
+					hint <- told{err: fmt.Errorf("%s %d to the old leader %d: %v", what, n, from, kerr.ErrorForCode(a.code))}
+					return
+				}
+			}
+		}()
+
+		resp, err := adm.AlterPartitionAssignments(ctx, kadm.AlterPartitionAssignmentsReq{topic: {0: replicas}})
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatalf("round %d: reorder replicas to %v: %v", round, replicas, err)
+		}
+		// The reorder moves no data: it completes at once, and the
+		// preferred replica is then elected.
+		c.WaitPartition(topic, 0, opTimeout, fmt.Sprintf("replicas %v", replicas), func(st harness.PartitionState) bool {
+			return fmt.Sprint(st.Replicas) == fmt.Sprint(replicas)
+		})
+		if _, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {0: {}}}); err != nil {
+			t.Fatalf("round %d: elect %d: %v", round, to, err)
+		}
+
+		var h told
+		select {
+		case h = <-hint:
+		case <-time.After(opTimeout):
+			t.Fatalf("round %d: the old leader %d never named a new one", round, from)
+		}
+		if h.err != nil {
+			t.Fatalf("round %d: %v", round, h.err)
+		}
+		if h.leader != to {
+			t.Fatalf("round %d: the old leader %d names %d (epoch %d), want %d", round, from, h.leader, h.epoch, to)
+		}
+		a, err := send(conns[to], 0)
+		if err != nil {
+			t.Fatalf("round %d: %s to the new leader %d: %v", round, what, to, err)
+		}
+		if a.code != 0 {
+			t.Fatalf("round %d: the new leader %d, named by %d (epoch %d), refused a %s right after: %v (current leader %d epoch %d)",
+				round, to, from, h.epoch, what, kerr.ErrorForCode(a.code), a.leader, a.epoch)
+		}
+		t.Logf("round %d: leadership %d -> %d (epoch %d) after %d × %s to the old leader; the new one served the next",
+			round, from, to, h.epoch, h.answers, what)
+	}
+
+	leader := replicas[0]
+	ctrl := c.AgreedController(opTimeout)
+	follower := replicas[1]
+	if follower == ctrl {
+		follower = replicas[2]
+	}
+	pauseNode(t, c.Node(ctrl))
+	start := time.Now()
+	a, err := rawProduce(conns[follower], topic, "controller-paused")
+	took := time.Since(start)
+	c.Node(ctrl).Resume()
+	if err != nil {
+		t.Fatalf("produce to follower %d with controller %d paused: %v", follower, ctrl, err)
+	}
+	if a.code != kerr.NotLeaderForPartition.Code || a.leader != leader {
+		t.Fatalf("produce to follower %d with controller %d paused: %v naming %d, want NOT_LEADER_OR_FOLLOWER naming %d",
+			follower, ctrl, kerr.ErrorForCode(a.code), a.leader, leader)
+	}
+	t.Logf("follower %d answered NOT_LEADER_OR_FOLLOWER naming %d in %v with controller %d paused", follower, leader, took.Round(time.Millisecond), ctrl)
+}
+
+// answer is a one-partition answer's error and the leader it names.
+type answer struct {
+	code          int16
+	leader, epoch int32
+}
+
+// rawProduce sends one record with acks=1 over conn (Produce v11: the
+// answer names the current leader when refused).
+func rawProduce(conn *harness.RawConn, topic, value string) (answer, error) {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 11
+	req.Acks, req.TimeoutMillis = 1, 30000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	batch, err := recordbatch.Build(recordbatch.BuildOptions{
+		BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+	}, []recordbatch.Record{{Value: []byte(value)}})
+	if err != nil {
+		return answer{}, err
+	}
+	rp.Partition, rp.Records = 0, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, _, err := conn.TryRequest(req)
+	if err != nil {
+		return answer{}, err
+	}
+	pr := resp.(*kmsg.ProduceResponse)
+	if len(pr.Topics) != 1 || len(pr.Topics[0].Partitions) != 1 {
+		return answer{}, fmt.Errorf("produce answer names %d topics", len(pr.Topics))
+	}
+	sp := pr.Topics[0].Partitions[0]
+	return answer{sp.ErrorCode, sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch}, nil
+}
+
+// rawFetch sends a consumer Fetch v16 (the answer names the current
+// leader when refused) for partition 0 of the topic with id from offset
+// 0, waiting for nothing.
+func rawFetch(conn *harness.RawConn, id [16]byte) (answer, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(16)
+	req.ReplicaID, req.ReplicaState.ID, req.ReplicaState.Epoch = -1, -1, -1
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 0, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.TopicID = id
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 0, 0, 1<<20, -1
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	resp, _, err := conn.TryRequest(req)
+	if err != nil {
+		return answer{}, err
+	}
+	fr := resp.(*kmsg.FetchResponse)
+	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+		return answer{}, fmt.Errorf("fetch answer names %d topics", len(fr.Topics))
+	}
+	sp := fr.Topics[0].Partitions[0]
+	return answer{sp.ErrorCode, sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch}, nil
+}
