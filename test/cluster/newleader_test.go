@@ -31,8 +31,9 @@ import (
 // always finds it leading.
 //
 // Then, with the active controller paused, a follower asked to take a
-// produce still answers NOT_LEADER_OR_FOLLOWER naming the leader: not
-// being able to ask the controller bounds the wait, it never hangs.
+// produce still answers NOT_LEADER_OR_FOLLOWER naming the leader, from
+// the metadata it has: not being able to ask the controller bounds the
+// wait, it never hangs.
 func TestNewLeaderAnswersAtOnce(t *testing.T) {
 	c := harness.StartCluster(t, 3)
 	guardNodes(t, c)
@@ -127,6 +128,11 @@ func TestNewLeaderAnswersAtOnce(t *testing.T) {
 	}
 
 	leader := replicas[0]
+	// Every node's metadata shows the last move first: a follower that
+	// cannot reach the controller answers from what it has.
+	waitEveryNode(t, c, topic, 0, opTimeout, fmt.Sprintf("leader %d", leader), func(st harness.PartitionState) bool {
+		return st.Leader == leader
+	})
 	ctrl := c.AgreedController(opTimeout)
 	follower := replicas[1]
 	if follower == ctrl {
