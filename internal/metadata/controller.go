@@ -176,6 +176,9 @@ type Controller struct {
 	mu        sync.Mutex
 	preparing map[[16]byte]bool
 	sweep     chan struct{}
+
+	// push asks pushCommits to tell the followers the commit index now.
+	push chan struct{}
 }
 
 // boltLockTimeout bounds the wait for raft.db's file lock, so a second
@@ -206,6 +209,7 @@ func Open(cfg Config) (*Controller, error) {
 		closed:    make(chan struct{}),
 		preparing: make(map[[16]byte]bool),
 		sweep:     make(chan struct{}, 1),
+		push:      make(chan struct{}, 1),
 	}
 	if err := c.start(); err != nil {
 		c.release()
@@ -213,8 +217,9 @@ func Open(cfg Config) (*Controller, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stop = cancel
-	c.bg.Add(1)
+	c.bg.Add(2)
 	go c.watchLeadership(ctx)
+	go c.pushCommits(ctx)
 	return c, nil
 }
 

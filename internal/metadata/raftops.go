@@ -217,8 +217,44 @@ func (c *Controller) propose(ctx context.Context, t cmdType, payload any) (apply
 	if !ok {
 		return applyResult{}, fmt.Errorf("replicate %s: unexpected state machine response %T", t, f.Response())
 	}
+	select {
+	case c.push <- struct{}{}:
+	default: // one is asked for already
+	}
 	return res, res.err
 }
+
+// pushCommits tells the followers of each command committed as soon as
+// it is. Raft's followers learn the commit index from the leader's next
+// AppendEntries, which without new entries comes only after the commit
+// timeout (50-100 ms): that long, every other broker would go on
+// answering from metadata the controller has already replaced, a new
+// leader refusing the clients sent to it among them. A barrier is such an
+// entry, carrying the commit index at once. Commands committed while one
+// is out share the next; there is no barrier without a command, so an
+// idle cluster sends nothing more (a commit timeout of 5 ms instead cost
+// a 3-node cluster 12% of a core at idle, against 3%).
+func (c *Controller) pushCommits(ctx context.Context) {
+	defer c.bg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.push:
+		}
+		if c.raft.State() != raft.Leader {
+			continue
+		}
+		// Followers learn of the command when the barrier is sent;
+		// waiting for it to apply keeps one barrier out at a time.
+		if err := c.waitFuture(ctx, c.raft.Barrier(pushTimeout)); err != nil && ctx.Err() == nil {
+			c.log.Debug("push the commit index to followers", "err", err)
+		}
+	}
+}
+
+// pushTimeout bounds a commit push's wait to be enqueued.
+const pushTimeout = 5 * time.Second
 
 // TransferLeadership hands Raft leadership to another voter and waits up
 // to timeout for it: a controller stopping on purpose spares the quorum
