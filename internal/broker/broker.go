@@ -480,6 +480,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		logger.Warn("closing the client listeners", slog.Any("err", err))
 	}
 	b.controlledShutdown()
+	b.drainClients()
 	stop()
 	if serveClients != nil {
 		serveErr = <-serveClients
@@ -564,6 +565,34 @@ func (b *Broker) controlledShutdown() {
 		return
 	}
 	b.log.Info("controlled shutdown done", slog.Duration("took", time.Since(start).Round(time.Millisecond)))
+}
+
+// drainMax bounds how long a stopping broker that leads nothing any more
+// waits for the requests its clients already sent: their answers name the
+// new leaders, so the clients move at once instead of retrying a closed
+// connection after a backoff. It is usually a few milliseconds.
+const drainMax = time.Second
+
+// drainClients answers the requests in flight on the client connections
+// before they close, once this broker's replicas show the leaderships the
+// controlled shutdown moved away (the controller's answer may come before
+// this broker has applied them). A broker still leading partitions (one
+// node, or no other replica in sync) has no one to send those clients to:
+// it closes at once.
+func (b *Broker) drainClients() {
+	if !b.opts.ControlledShutdown || b.lifecycle == nil {
+		return
+	}
+	start := time.Now()
+	caughtUp := b.awaitCommitted(context.Background())
+	if len(b.replicas.Leading()) > 0 {
+		b.log.Debug("no drain: still leading", slog.Bool("caught_up", caughtUp))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), drainMax)
+	defer cancel()
+	quiet := b.clientSrv.Drain(ctx)
+	b.log.Debug("client requests drained", slog.Bool("all_answered", quiet), slog.Duration("took", time.Since(start)))
 }
 
 // closeMetadata hands Raft leadership to another voter first, if this node

@@ -173,13 +173,23 @@ func (b *Broker) askCommitIndex(ctx context.Context) (uint64, error) {
 // reports whether it caught up. Only answers about to say "not here" call
 // it, never the path of a request that succeeds.
 func (b *Broker) catchUp(ctx context.Context) bool {
+	if !b.ready.Load() {
+		// Not serving yet, or stopping: a broker on its way out will
+		// lead nothing again, and answers from what it knows.
+		return false
+	}
+	// Waiting for the controller and for the metadata is remote time.
+	defer waitclock.Start(ctx)()
+	return b.awaitCommitted(ctx)
+}
+
+// awaitCommitted is catchUp without its conditions.
+func (b *Broker) awaitCommitted(ctx context.Context) bool {
 	if b.probe == nil {
-		return false // a broker not running yet
+		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, catchUpMax)
 	defer cancel()
-	// Waiting for the controller and for the metadata is remote time.
-	defer waitclock.Start(ctx)()
 	commit, err := b.probe.get(ctx)
 	if err != nil {
 		b.log.Debug("no commit index to catch up with", slog.Any("err", err))

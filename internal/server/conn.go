@@ -116,7 +116,30 @@ func (c *conn) serve() {
 
 	c.work(parent, ctx, queue)
 	helpers.Wait()
+	// Requests never answered no longer count as in flight.
+	c.end(c.inflight.Load())
 	c.log.Debug("connection closed", "reason", c.closeReason, "err", c.closeErr, "requests", c.served.Load())
+}
+
+// begin counts a request read as in flight, here and server-wide.
+func (c *conn) begin() {
+	c.inflight.Add(1)
+	c.s.busy.Add(1)
+}
+
+// end counts n requests as no longer in flight, and tells Drain when
+// none is left anywhere.
+func (c *conn) end(n int32) {
+	if n == 0 {
+		return
+	}
+	c.inflight.Add(-n)
+	if c.s.busy.Add(-int64(n)) == 0 {
+		select {
+		case c.s.quiet <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // shutdown closes the connection once, recording the first reason given.
@@ -181,7 +204,7 @@ func (c *conn) readLoop(ctx context.Context, queue chan<- parsed) {
 		// Checked before this request counts as in flight: inline asks
 		// whether any other is.
 		inline := c.inline(p)
-		c.inflight.Add(1)
+		c.begin()
 		c.pending.Add(int64(p.size))
 		p.res = res
 		if inline {
@@ -376,7 +399,7 @@ func (c *conn) handle(parent, ctx context.Context, p parsed) bool {
 		})
 	}
 	c.lastActive.Store(now.UnixNano())
-	c.inflight.Add(-1)
+	c.end(1)
 	c.pending.Add(-int64(p.size))
 	select {
 	case c.answered <- struct{}{}:

@@ -215,6 +215,8 @@ type Server struct {
 	bufs       *frameBufs     // request frame buffers, reused (framebuf.go)
 	nonce      [nonceLen]byte // marks file regions' places while encoding (region.go)
 	inlined    atomic.Int64   // requests a connection's reader answered itself (conn.inline)
+	busy       atomic.Int64   // requests read and not yet answered, every connection
+	quiet      chan struct{}  // signalled (without blocking) when busy drops to 0
 
 	mu       sync.Mutex
 	serving  bool
@@ -268,6 +270,7 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Server, error) {
 		bufs:     &frameBufs{},
 		nonce:    newNonce(),
 		stopping: make(chan struct{}),
+		quiet:    make(chan struct{}, 1),
 	}
 	seen := make(map[string]bool, len(cfg.Listeners))
 	for _, l := range cfg.Listeners {
@@ -428,6 +431,23 @@ func (s *Server) StopAccepting() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closeListeners()
+}
+
+// Drain waits until no connection has a request in flight, or ctx ends;
+// it reports whether that happened. Connections stay open and requests
+// go on being read and answered meanwhile. A stopping broker that has
+// handed its leaderships away calls it between StopAccepting and the end
+// of Serve: the requests its clients already sent are answered, with the
+// new leaders' names, rather than cut off with the connection.
+func (s *Server) Drain(ctx context.Context) bool {
+	for s.busy.Load() > 0 {
+		select {
+		case <-s.quiet:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) closeListeners() error {

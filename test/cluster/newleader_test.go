@@ -2,6 +2,10 @@ package cluster
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,7 +119,9 @@ func TestNewLeaderAnswersAtOnce(t *testing.T) {
 		if h.leader != to {
 			t.Fatalf("round %d: the old leader %d names %d (epoch %d), want %d", round, from, h.leader, h.epoch, to)
 		}
+		sent := time.Now()
 		a, err := send(conns[to], 0)
+		took := time.Since(sent)
 		if err != nil {
 			t.Fatalf("round %d: %s to the new leader %d: %v", round, what, to, err)
 		}
@@ -123,8 +129,8 @@ func TestNewLeaderAnswersAtOnce(t *testing.T) {
 			t.Fatalf("round %d: the new leader %d, named by %d (epoch %d), refused a %s right after: %v (current leader %d epoch %d)",
 				round, to, from, h.epoch, what, kerr.ErrorForCode(a.code), a.leader, a.epoch)
 		}
-		t.Logf("round %d: leadership %d -> %d (epoch %d) after %d × %s to the old leader; the new one served the next",
-			round, from, to, h.epoch, h.answers, what)
+		t.Logf("round %d: leadership %d -> %d (epoch %d) after %d × %s to the old leader; the new one served the next in %v",
+			round, from, to, h.epoch, h.answers, what, took.Round(100*time.Microsecond))
 	}
 
 	leader := replicas[0]
@@ -159,12 +165,99 @@ type answer struct {
 	leader, epoch int32
 }
 
+// TestStoppingLeaderAnswersWaitingProduce: a leader stopped with SIGTERM
+// hands its leadership over (controlled shutdown) and then answers the
+// requests it holds before it closes their connections:
+// NOT_LEADER_OR_FOLLOWER naming the new leader, so the client moves at
+// once instead of retrying a dead connection after a backoff. The
+// controller's go-ahead may come before the stopping broker has applied
+// the move itself; it catches up first.
+//
+// The request is an acks=all produce that cannot complete: one follower
+// is paused, and stays in the ISR (replica.lag.time.max.ms and the
+// session are two minutes). The test sends SIGTERM only once the
+// leader's produce purgatory holds it.
+func TestStoppingLeaderAnswersWaitingProduce(t *testing.T) {
+	c := harness.StartCluster(t, 3, harness.MetricsListener, "replica.lag.time.max.ms=120000", "broker.session.timeout.ms=120000")
+	guardNodes(t, c)
+	ctrl := c.AgreedController(opTimeout)
+	// Neither the paused follower nor the stopping leader is the
+	// controller: the controlled shutdown needs one, and a Raft leader
+	// stopping with a peer paused waits out the transport's timeout.
+	follower := ctrl
+	paused := otherNodes(3, ctrl)[0]
+	leader := otherNodes(3, ctrl, paused)[0]
+	const topic = "stopping-leader"
+	createAssignedTopic(t, c, topic, [][]int32{{leader, follower, paused}}, nil)
+	conn := c.Node(leader).Dial()
+	pauseNode(t, c.Node(paused))
+
+	type result struct {
+		a   answer
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		a, err := rawProduceAcks(conn, topic, "held", -1)
+		done <- result{a, err}
+	}()
+	harness.WaitFor(t, opTimeout, "the produce to wait in the leader's purgatory", func() bool {
+		return purgatoryProduces(c.Node(leader).MetricsURL) == 1
+	})
+	stopAt := time.Now()
+	c.Node(leader).Stop()
+	stopped := time.Since(stopAt)
+	if code, exited := c.Node(leader).ExitCode(); !exited || code != 0 {
+		t.Fatalf("leader %d: exit code %d (exited %v) after SIGTERM", leader, code, exited)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("the produce held by the stopping leader %d got no answer: %v", leader, r.err)
+	}
+	if r.a.code != kerr.NotLeaderForPartition.Code || r.a.leader < 0 || r.a.leader == leader {
+		t.Fatalf("the produce held by the stopping leader %d: %v naming %d, want NOT_LEADER_OR_FOLLOWER naming the new leader",
+			leader, kerr.ErrorForCode(r.a.code), r.a.leader)
+	}
+	t.Logf("the stopping leader %d answered its held produce NOT_LEADER_OR_FOLLOWER naming %d (epoch %d); it stopped in %v",
+		leader, r.a.leader, r.a.epoch, stopped.Round(time.Millisecond))
+}
+
+// purgatoryProduces reads the Produce purgatory size from a node's
+// metrics, -1 if it cannot.
+func purgatoryProduces(base string) int {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return -1
+	}
+	const name = `kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation="Produce"} `
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return -1
+			}
+			return n
+		}
+	}
+	return -1
+}
+
 // rawProduce sends one record with acks=1 over conn (Produce v11: the
 // answer names the current leader when refused).
 func rawProduce(conn *harness.RawConn, topic, value string) (answer, error) {
+	return rawProduceAcks(conn, topic, value, 1)
+}
+
+// rawProduceAcks is rawProduce with the acks given.
+func rawProduceAcks(conn *harness.RawConn, topic, value string, acks int16) (answer, error) {
 	req := kmsg.NewPtrProduceRequest()
 	req.Version = 11
-	req.Acks, req.TimeoutMillis = 1, 30000
+	req.Acks, req.TimeoutMillis = acks, 60000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
