@@ -479,8 +479,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := b.clientSrv.StopAccepting(); err != nil {
 		logger.Warn("closing the client listeners", slog.Any("err", err))
 	}
-	b.controlledShutdown()
-	b.drainClients()
+	if b.controlledShutdown() {
+		b.drainClients()
+	}
 	stop()
 	if serveClients != nil {
 		serveErr = <-serveClients
@@ -548,10 +549,11 @@ func (b *Broker) advertised(l Listener) (string, int) {
 // controlled shutdown): clients and followers move on without waiting for
 // the session to expire, and nothing acknowledged is left on this broker
 // alone. Bounded by controlled.shutdown.timeout.ms, and by
-// broker.session.timeout.ms without an answer from any controller.
-func (b *Broker) controlledShutdown() {
+// broker.session.timeout.ms without an answer from any controller. It
+// reports whether the controller let the broker go.
+func (b *Broker) controlledShutdown() bool {
 	if !b.opts.ControlledShutdown || b.lifecycle == nil {
-		return
+		return false
 	}
 	timeout := b.opts.ControlledShutdownTimeout
 	if timeout <= 0 {
@@ -562,9 +564,10 @@ func (b *Broker) controlledShutdown() {
 	start := time.Now()
 	if err := b.lifecycle.ControlledShutdown(ctx, b.opts.SessionTimeout); err != nil {
 		b.log.Warn("controlled shutdown incomplete; stopping anyway", slog.Any("err", err))
-		return
+		return false
 	}
 	b.log.Info("controlled shutdown done", slog.Duration("took", time.Since(start).Round(time.Millisecond)))
+	return true
 }
 
 // drainMax bounds how long a stopping broker that leads nothing any more
@@ -578,11 +581,9 @@ const drainMax = time.Second
 // controlled shutdown moved away (the controller's answer may come before
 // this broker has applied them). A broker still leading partitions (one
 // node, or no other replica in sync) has no one to send those clients to:
-// it closes at once.
+// it closes at once. Only after a controlled shutdown the controller
+// granted: without a controller the catch-up could only time out.
 func (b *Broker) drainClients() {
-	if !b.opts.ControlledShutdown || b.lifecycle == nil {
-		return
-	}
 	start := time.Now()
 	caughtUp := b.awaitCommitted(context.Background())
 	if len(b.replicas.Leading()) > 0 {
