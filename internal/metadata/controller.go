@@ -161,6 +161,7 @@ type Controller struct {
 	fsm       *fsm
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
+	streams   *streamLayer // the transport's, nil on a bare TCP transport
 	store     *raftboltdb.BoltStore
 
 	stop      context.CancelFunc
@@ -248,9 +249,10 @@ func (c *Controller) start() error {
 	}
 	var transport *raft.NetworkTransport
 	if c.cfg.Stream != nil {
-		transport = raft.NewNetworkTransportWithLogger(streamLayer{c.cfg.Stream, advertise}, 3, 10*time.Second, hlog)
+		c.streams = newStreamLayer(c.cfg.Stream, advertise)
+		transport = raft.NewNetworkTransportWithLogger(c.streams, 3, raftIOTimeout, hlog)
 	} else {
-		transport, err = raft.NewTCPTransportWithLogger(c.cfg.RaftAddr, advertise, 3, 10*time.Second, hlog)
+		transport, err = raft.NewTCPTransportWithLogger(c.cfg.RaftAddr, advertise, 3, raftIOTimeout, hlog)
 		if err != nil {
 			return fmt.Errorf("raft transport on %s: %w", c.cfg.RaftAddr, err)
 		}
@@ -315,11 +317,39 @@ func (c *Controller) bootstrapServers(self raft.ServerID) raft.Configuration {
 	return conf
 }
 
+// raftIOTimeout bounds each read and write of the Raft transport.
+const raftIOTimeout = 10 * time.Second
+
+// raftShutdownGrace is how long raft may take to stop before the
+// connections to its peers are cut.
+const raftShutdownGrace = 500 * time.Millisecond
+
+// shutdownRaft stops raft. A leader's replication to a peer that does
+// not answer (paused, or cut off by the network) waits for that peer
+// until raftIOTimeout, and raft's shutdown waits for it: a controller
+// stopping beside a paused node took 10 s. Past raftShutdownGrace the
+// connections this node dialed are closed, which ends those waits.
+func (c *Controller) shutdownRaft() error {
+	f := c.raft.Shutdown()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(raftShutdownGrace):
+	}
+	if c.streams != nil {
+		n := c.streams.closeDialed()
+		c.log.Info("raft still stopping; closed the connections to its peers", "connections", n, "grace", raftShutdownGrace)
+	}
+	return <-done
+}
+
 // release closes whatever start opened, in reverse order.
 func (c *Controller) release() error {
 	var errs []error
 	if c.raft != nil {
-		if err := c.raft.Shutdown().Error(); err != nil {
+		if err := c.shutdownRaft(); err != nil {
 			errs = append(errs, fmt.Errorf("shut down raft: %w", err))
 		}
 	}
@@ -374,29 +404,4 @@ func (c *Controller) Leader() (id int32, addr string, ok bool) {
 		return -1, string(a), false
 	}
 	return int32(n), string(a), true
-}
-
-// StreamLayer is a listener for incoming Raft connections plus a dialer
-// for outgoing ones (mux.RaftLayer is one).
-type StreamLayer interface {
-	net.Listener
-	Dial(address string, timeout time.Duration) (net.Conn, error)
-}
-
-// streamLayer adapts a StreamLayer to raft.StreamLayer.
-type streamLayer struct {
-	StreamLayer
-	advertise net.Addr
-}
-
-func (s streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return s.StreamLayer.Dial(string(address), timeout)
-}
-
-// Addr is what the transport reports as this node's address.
-func (s streamLayer) Addr() net.Addr {
-	if s.advertise != nil {
-		return s.advertise
-	}
-	return s.StreamLayer.Addr()
 }
