@@ -134,7 +134,7 @@ func (c *conn) end(n int32) {
 		return
 	}
 	c.inflight.Add(-n)
-	if c.s.busy.Add(-int64(n)) == 0 {
+	if c.s.busy.Add(-int64(n)) == 0 && c.s.draining.Load() {
 		select {
 		case c.s.quiet <- struct{}{}:
 		default:

@@ -216,7 +216,8 @@ type Server struct {
 	nonce      [nonceLen]byte // marks file regions' places while encoding (region.go)
 	inlined    atomic.Int64   // requests a connection's reader answered itself (conn.inline)
 	busy       atomic.Int64   // requests read and not yet answered, every connection
-	quiet      chan struct{}  // signalled (without blocking) when busy drops to 0
+	quiet      chan struct{}  // signalled (without blocking) when busy drops to 0 while draining
+	draining   atomic.Bool    // Drain was called: requests' ends signal quiet
 
 	mu       sync.Mutex
 	serving  bool
@@ -440,6 +441,8 @@ func (s *Server) StopAccepting() error {
 // of Serve: the requests its clients already sent are answered, with the
 // new leaders' names, rather than cut off with the connection.
 func (s *Server) Drain(ctx context.Context) bool {
+	// Set before busy is read: an answer after that read signals.
+	s.draining.Store(true)
 	for s.busy.Load() > 0 {
 		select {
 		case <-s.quiet:

@@ -27,17 +27,22 @@ import (
 // batchOf builds one record batch holding values.
 func batchOf(t *testing.T, values ...string) []byte {
 	t.Helper()
-	recs := make([]recordbatch.Record, len(values))
-	for i, v := range values {
-		recs[i] = recordbatch.Record{Value: []byte(v)}
-	}
-	batch, err := recordbatch.Build(recordbatch.BuildOptions{
-		BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
-	}, recs)
+	batch, err := buildBatch(values...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return batch
+}
+
+// buildBatch is batchOf for goroutines other than the test's.
+func buildBatch(values ...string) ([]byte, error) {
+	recs := make([]recordbatch.Record, len(values))
+	for i, v := range values {
+		recs[i] = recordbatch.Record{Value: []byte(v)}
+	}
+	return recordbatch.Build(recordbatch.BuildOptions{
+		BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+	}, recs)
 }
 
 // produceOn writes values as one batch to a partition with a raw Produce

@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weir-project/weir/internal/storage/recordbatch"
 	"github.com/weir-project/weir/test/harness"
 )
 
@@ -261,9 +260,7 @@ func rawProduceAcks(conn *harness.RawConn, topic, value string, acks int16) (ans
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
-	batch, err := recordbatch.Build(recordbatch.BuildOptions{
-		BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
-	}, []recordbatch.Record{{Value: []byte(value)}})
+	batch, err := buildBatch(value)
 	if err != nil {
 		return answer{}, err
 	}
