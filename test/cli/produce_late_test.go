@@ -1,14 +1,11 @@
 package cli_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"io"
-	"net/http"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,32 +71,9 @@ func TestProduceLateLineToUnknownTopic(t *testing.T) {
 	}
 }
 
-// metadataRequests is how many Metadata requests the broker has answered,
-// from its /metrics.
+// metadataRequests is how many Metadata requests the broker has answered.
 func metadataRequests(t *testing.T, b *harness.Broker) int {
 	t.Helper()
-	resp, err := http.Get(b.MetricsURL + "/metrics")
-	if err != nil {
-		t.Fatalf("scrape: %v", err)
-	}
-	defer resp.Body.Close()
-	const series = `kafka_network_requestmetrics_requests_total{request="Metadata",`
-	n := 0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), series)
-		if !ok {
-			continue
-		}
-		_, v, _ := strings.Cut(line, "} ")
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			t.Fatalf("metric line %q: %v", sc.Text(), err)
-		}
-		n += int(f)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("scrape: %v", err)
-	}
-	return n
+	return int(harness.ScrapeMetrics(t, b.MetricsURL).Sum("kafka_network_requestmetrics_requests_total",
+		map[string]string{"request": "Metadata"}))
 }

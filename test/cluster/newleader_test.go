@@ -2,10 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -201,7 +197,8 @@ func TestStoppingLeaderAnswersWaitingProduce(t *testing.T) {
 		done <- result{a, err}
 	}()
 	harness.WaitFor(t, opTimeout, "the produce to wait in the leader's purgatory", func() bool {
-		return purgatoryProduces(c.Node(leader).MetricsURL) == 1
+		return harness.ScrapeMetrics(t, c.Node(leader).MetricsURL).Value("kafka_server_delayedoperationpurgatory_purgatorysize",
+			map[string]string{"delayedOperation": "Produce"}) == 1
 	})
 	stopAt := time.Now()
 	c.Node(leader).Stop()
@@ -219,31 +216,6 @@ func TestStoppingLeaderAnswersWaitingProduce(t *testing.T) {
 	}
 	t.Logf("the stopping leader %d answered its held produce NOT_LEADER_OR_FOLLOWER naming %d (epoch %d); it stopped in %v",
 		leader, r.a.leader, r.a.epoch, stopped.Round(time.Millisecond))
-}
-
-// purgatoryProduces reads the Produce purgatory size from a node's
-// metrics, -1 if it cannot.
-func purgatoryProduces(base string) int {
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return -1
-	}
-	const name = `kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation="Produce"} `
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, name); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return -1
-			}
-			return n
-		}
-	}
-	return -1
 }
 
 // rawProduce sends one record with acks=1 over conn (Produce v11: the

@@ -37,7 +37,7 @@ func TestMetricsFollowAnISRShrinkAndExpand(t *testing.T) {
 	active := 0.0
 	for _, n := range c.Nodes {
 		s := scrapeMetrics(t, n.MetricsURL)
-		a := s.value("kafka_controller_kafkacontroller_activecontrollercount", nil)
+		a := s.Value("kafka_controller_kafkacontroller_activecontrollercount", nil)
 		active += a
 		if n != leader && a == 0 {
 			follower = n
@@ -54,37 +54,37 @@ func TestMetricsFollowAnISRShrinkAndExpand(t *testing.T) {
 	var before scrape
 	harness.WaitFor(t, time.Minute, "the leader to see the full ISR", func() bool {
 		before = scrapeMetrics(t, leader.MetricsURL)
-		return before.value("kafka_server_replicamanager_underreplicatedpartitions", nil) == 0 &&
-			before.value("kafka_server_replicamanager_leadercount", nil) == 1
+		return before.Value("kafka_server_replicamanager_underreplicatedpartitions", nil) == 0 &&
+			before.Value("kafka_server_replicamanager_leadercount", nil) == 1
 	})
-	shrinks0 := before.value("kafka_server_replicamanager_isrshrinks_total", nil)
-	expands0 := before.value("kafka_server_replicamanager_isrexpands_total", nil)
+	shrinks0 := before.Value("kafka_server_replicamanager_isrshrinks_total", nil)
+	expands0 := before.Value("kafka_server_replicamanager_isrexpands_total", nil)
 
 	follower.Pause()
 	var s scrape
 	harness.WaitFor(t, time.Minute, "the leader to count the paused follower out", func() bool {
 		s = scrapeMetrics(t, leader.MetricsURL)
-		return s.value("kafka_server_replicamanager_underreplicatedpartitions", nil) == 1
+		return s.Value("kafka_server_replicamanager_underreplicatedpartitions", nil) == 1
 	})
-	if got := s.value("kafka_server_replicamanager_underminisrpartitioncount", nil); got != 1 {
+	if got := s.Value("kafka_server_replicamanager_underminisrpartitioncount", nil); got != 1 {
 		t.Errorf("under-min-ISR %v with ISR 2 of min 3", got)
 	}
-	if got := s.value("kafka_server_replicamanager_isrshrinks_total", nil) - shrinks0; got < 1 {
+	if got := s.Value("kafka_server_replicamanager_isrshrinks_total", nil) - shrinks0; got < 1 {
 		t.Errorf("ISR shrinks moved by %v", got)
 	}
 
 	follower.Resume()
 	harness.WaitFor(t, time.Minute, "the follower back in the ISR", func() bool {
 		s = scrapeMetrics(t, leader.MetricsURL)
-		return s.value("kafka_server_replicamanager_underreplicatedpartitions", nil) == 0
+		return s.Value("kafka_server_replicamanager_underreplicatedpartitions", nil) == 0
 	})
-	if got := s.value("kafka_server_replicamanager_isrexpands_total", nil) - expands0; got < 1 {
+	if got := s.Value("kafka_server_replicamanager_isrexpands_total", nil) - expands0; got < 1 {
 		t.Errorf("ISR expansions moved by %v", got)
 	}
-	if got := s.value("kafka_server_replicamanager_underminisrpartitioncount", nil); got != 0 {
+	if got := s.Value("kafka_server_replicamanager_underminisrpartitioncount", nil); got != 0 {
 		t.Errorf("under-min-ISR %v with the ISR full again", got)
 	}
-	if got := s.value("kafka_server_replicamanager_leadercount", nil); got < 1 {
+	if got := s.Value("kafka_server_replicamanager_leadercount", nil); got < 1 {
 		t.Errorf("leader count %v on the leader", got)
 	}
 }

@@ -112,65 +112,65 @@ func TestMetricsCountAKnownWorkload(t *testing.T) {
 	// read that answer first.
 	harness.WaitFor(t, 30*time.Second, "the produce requests counted", func() bool {
 		s = scrapeMetrics(t, b.MetricsURL)
-		return s.sum("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Produce"})-
-			before.sum("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Produce"}) >= float64(produces)
+		return s.Sum("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Produce"})-
+			before.Sum("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Produce"}) >= float64(produces)
 	})
-	if got := s.sum("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Produce"}) -
-		before.sum("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Produce"}); got != float64(produces) {
+	if got := s.Sum("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Produce"}) -
+		before.Sum("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Produce"}); got != float64(produces) {
 		t.Errorf("Produce requests counted %v, franz-go sent %d", got, produces)
 	}
 	for _, h := range []string{"kafka_network_requestmetrics_totaltime_seconds", "kafka_network_requestmetrics_requestqueuetime_seconds",
 		"kafka_network_requestmetrics_responsesendtime_seconds", "kafka_network_requestmetrics_requestbytes"} {
-		if got := s.sum(h, map[string]string{"request": "Produce"}) - before.sum(h, map[string]string{"request": "Produce"}); got != float64(produces) {
+		if got := s.Sum(h, map[string]string{"request": "Produce"}) - before.Sum(h, map[string]string{"request": "Produce"}); got != float64(produces) {
 			t.Errorf("%s: %v Produce observations, want %d", h, got, produces)
 		}
 	}
-	if got := s.value("kafka_server_brokertopicmetrics_bytesin_total", topicLabel); got != float64(batchBytes) {
+	if got := s.Value("kafka_server_brokertopicmetrics_bytesin_total", topicLabel); got != float64(batchBytes) {
 		t.Errorf("bytes in %v, produced %d bytes of record batches", got, batchBytes)
 	}
-	if got := s.value("kafka_server_brokertopicmetrics_messagesin_total", topicLabel); got != n {
+	if got := s.Value("kafka_server_brokertopicmetrics_messagesin_total", topicLabel); got != n {
 		t.Errorf("messages in %v, produced %d", got, n)
 	}
 	part := map[string]string{"topic": topic, "partition": "0"}
-	if got := s.value("kafka_log_log_size", part); got != float64(onDisk) {
+	if got := s.Value("kafka_log_log_size", part); got != float64(onDisk) {
 		t.Errorf("log size %v, %d on disk", got, onDisk)
 	}
-	if got := s.value("kafka_log_log_numlogsegments", part); got != 1 {
+	if got := s.Value("kafka_log_log_numlogsegments", part); got != 1 {
 		t.Errorf("segments %v, want 1", got)
 	}
-	if got := s.value("kafka_server_replicamanager_partitioncount", nil); got < 1 {
+	if got := s.Value("kafka_server_replicamanager_partitioncount", nil); got < 1 {
 		t.Errorf("partition count %v", got)
 	}
-	if got, want := s.value("kafka_server_replicamanager_leadercount", nil), s.value("kafka_server_replicamanager_partitioncount", nil); got != want {
+	if got, want := s.Value("kafka_server_replicamanager_leadercount", nil), s.Value("kafka_server_replicamanager_partitioncount", nil); got != want {
 		t.Errorf("a single node leads all its %v partitions, leader count %v", want, got)
 	}
 	for _, g := range []string{"kafka_server_replicamanager_underreplicatedpartitions", "kafka_server_replicamanager_underminisrpartitioncount", "kafka_controller_kafkacontroller_offlinepartitionscount"} {
-		if got := s.value(g, nil); got != 0 {
+		if got := s.Value(g, nil); got != 0 {
 			t.Errorf("%s = %v on a healthy single node", g, got)
 		}
 	}
-	if got := s.value("kafka_controller_kafkacontroller_activecontrollercount", nil); got != 1 {
+	if got := s.Value("kafka_controller_kafkacontroller_activecontrollercount", nil); got != 1 {
 		t.Errorf("active controller count %v, want 1", got)
 	}
-	if got := s.value("kafka_server_socket_server_metrics_connection_count", map[string]string{"listener": "PLAINTEXT"}); got < 1 {
+	if got := s.Value("kafka_server_socket_server_metrics_connection_count", map[string]string{"listener": "PLAINTEXT"}); got < 1 {
 		t.Errorf("open PLAINTEXT connections %v with a client connected", got)
 	}
-	if got := s.value("kafka_server_socket_server_metrics_connection_creation_total", map[string]string{"listener": "PLAINTEXT"}); got < 1 {
+	if got := s.Value("kafka_server_socket_server_metrics_connection_creation_total", map[string]string{"listener": "PLAINTEXT"}); got < 1 {
 		t.Errorf("connections created %v", got)
 	}
-	if got := s.value("kafka_server_replicamanager_produceridcount", nil); got != 1 {
+	if got := s.Value("kafka_server_replicamanager_produceridcount", nil); got != 1 {
 		t.Errorf("producer ids %v after one idempotent producer", got)
 	}
-	if got := s.value("kafka_controller_kafkacontroller_activebrokercount", nil); got != 1 {
+	if got := s.Value("kafka_controller_kafkacontroller_activebrokercount", nil); got != 1 {
 		t.Errorf("active brokers %v on a single node", got)
 	}
-	if got := s.value("kafka_controller_kafkacontroller_fencedbrokercount", nil); got != 0 {
+	if got := s.Value("kafka_controller_kafkacontroller_fencedbrokercount", nil); got != 0 {
 		t.Errorf("fenced brokers %v on a single node", got)
 	}
-	if s["kafka_network_socketserver_memorypoolavailable"] == nil || s["kafka_network_socketserver_memorypoolused"] == nil {
+	if s.Metrics["kafka_network_socketserver_memorypoolavailable"] == nil || s.Metrics["kafka_network_socketserver_memorypoolused"] == nil {
 		t.Error("request memory pool series missing")
 	}
-	if s["go_goroutines"] == nil || s["process_resident_memory_bytes"] == nil {
+	if s.Metrics["go_goroutines"] == nil || s.Metrics["process_resident_memory_bytes"] == nil {
 		t.Error("Go runtime or process collector missing")
 	}
 
@@ -197,13 +197,13 @@ func TestMetricsCountAKnownWorkload(t *testing.T) {
 	// Bytes are counted before the answer is written, the request after.
 	harness.WaitFor(t, 30*time.Second, "the fetch counted", func() bool {
 		s = scrapeMetrics(t, b.MetricsURL)
-		return s.value("kafka_server_brokertopicmetrics_bytesout_total", topicLabel) >= float64(sent) &&
-			s.value("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Fetch", "version": "11"}) >= 1
+		return s.Value("kafka_server_brokertopicmetrics_bytesout_total", topicLabel) >= float64(sent) &&
+			s.Value("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Fetch", "version": "11"}) >= 1
 	})
-	if got := s.value("kafka_server_brokertopicmetrics_bytesout_total", topicLabel); got != float64(sent) {
+	if got := s.Value("kafka_server_brokertopicmetrics_bytesout_total", topicLabel); got != float64(sent) {
 		t.Errorf("bytes out %v, the fetch carried %d", got, sent)
 	}
-	if got := s.value("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Fetch", "version": "11"}); got != 1 {
+	if got := s.Value("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Fetch", "version": "11"}); got != 1 {
 		t.Errorf("Fetch v11 requests %v, sent 1", got)
 	}
 
@@ -217,12 +217,12 @@ func TestMetricsCountAKnownWorkload(t *testing.T) {
 	lag := map[string]string{"group": "metered-group", "topic": topic, "partition": "0"}
 	harness.WaitFor(t, 30*time.Second, "the group's lag", func() bool {
 		s = scrapeMetrics(t, b.MetricsURL)
-		return s.value("kafka_consumergroup_lag", lag) != 0
+		return s.Value("kafka_consumergroup_lag", lag) != 0
 	})
-	if got := s.value("kafka_consumergroup_lag", lag); got != n-committed {
+	if got := s.Value("kafka_consumergroup_lag", lag); got != n-committed {
 		t.Errorf("lag %v, want end offset %d minus committed %d", got, n, committed)
 	}
-	if got := s.value("kafka_coordinator_group_groupmetadatamanager_numgroups", map[string]string{"state": "Empty"}); got != 1 {
+	if got := s.Value("kafka_coordinator_group_groupmetadatamanager_numgroups", map[string]string{"state": "Empty"}); got != 1 {
 		t.Errorf("groups in state Empty %v, want 1", got)
 	}
 
@@ -239,7 +239,7 @@ func TestMetricsCountAKnownWorkload(t *testing.T) {
 		polled <- err
 	}()
 	harness.WaitFor(t, 30*time.Second, "the long poll in the fetch purgatory", func() bool {
-		return scrapeMetrics(t, b.MetricsURL).value("kafka_server_delayedoperationpurgatory_purgatorysize", purgatory) == 1
+		return scrapeMetrics(t, b.MetricsURL).Value("kafka_server_delayedoperationpurgatory_purgatorysize", purgatory) == 1
 	})
 	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("wake")}).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -248,7 +248,7 @@ func TestMetricsCountAKnownWorkload(t *testing.T) {
 		t.Fatalf("long poll: %v", err)
 	}
 	harness.WaitFor(t, 30*time.Second, "the fetch purgatory empty", func() bool {
-		return scrapeMetrics(t, b.MetricsURL).value("kafka_server_delayedoperationpurgatory_purgatorysize", purgatory) == 0
+		return scrapeMetrics(t, b.MetricsURL).Value("kafka_server_delayedoperationpurgatory_purgatorysize", purgatory) == 0
 	})
 }
 
@@ -278,15 +278,15 @@ func TestMetricsCountKcatProduce(t *testing.T) {
 	var s scrape
 	harness.WaitFor(t, 30*time.Second, "kcat's produce counted", func() bool {
 		s = scrapeMetrics(t, b.MetricsURL)
-		return s.value("kafka_server_brokertopicmetrics_messagesin_total", label) >= n
+		return s.Value("kafka_server_brokertopicmetrics_messagesin_total", label) >= n
 	})
-	if got := s.value("kafka_server_brokertopicmetrics_bytesin_total", label); got != float64(onDisk) {
+	if got := s.Value("kafka_server_brokertopicmetrics_bytesin_total", label); got != float64(onDisk) {
 		t.Errorf("bytes in %v, kcat's batches take %d bytes", got, onDisk)
 	}
-	if got := s.value("kafka_server_brokertopicmetrics_messagesin_total", label); got != n {
+	if got := s.Value("kafka_server_brokertopicmetrics_messagesin_total", label); got != n {
 		t.Errorf("messages in %v, kcat sent %d", got, n)
 	}
-	if got := s.sum("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Produce", "version": "7"}); got < 1 {
+	if got := s.Sum("kafka_network_requestmetrics_requests_total", map[string]string{"request": "Produce", "version": "7"}); got < 1 {
 		t.Errorf("no Produce v7 (librdkafka's version) counted: %v", got)
 	}
 }

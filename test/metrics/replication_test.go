@@ -33,8 +33,8 @@ func TestMetricsReplicationTimesAndBytes(t *testing.T) {
 	// answers show it; until then it would commit alone.
 	harness.WaitFor(t, time.Minute, "the leader to lead with the full ISR", func() bool {
 		s := scrapeMetrics(t, leader.MetricsURL)
-		return s.value("kafka_server_replicamanager_leadercount", nil) == 1 &&
-			s.value("kafka_server_replicamanager_underreplicatedpartitions", nil) == 0
+		return s.Value("kafka_server_replicamanager_leadercount", nil) == 1 &&
+			s.Value("kafka_server_replicamanager_underreplicatedpartitions", nil) == 0
 	})
 	reqBefore, _, _ := tally.get()
 	before := scrapeMetrics(t, leader.MetricsURL).requestTimes("Produce")
@@ -61,7 +61,7 @@ func TestMetricsReplicationTimesAndBytes(t *testing.T) {
 	}
 
 	label := map[string]string{"topic": topic}
-	in := scrapeMetrics(t, leader.MetricsURL).value("kafka_server_brokertopicmetrics_bytesin_total", label)
+	in := scrapeMetrics(t, leader.MetricsURL).Value("kafka_server_brokertopicmetrics_bytesin_total", label)
 	if in <= 0 {
 		t.Fatalf("leader's bytes in %v after %d records", in, n)
 	}
@@ -72,12 +72,12 @@ func TestMetricsReplicationTimesAndBytes(t *testing.T) {
 		var s scrape
 		harness.WaitFor(t, time.Minute, "a follower's replication bytes in to reach the leader's bytes in", func() bool {
 			s = scrapeMetrics(t, node.MetricsURL)
-			return s.value("kafka_server_brokertopicmetrics_replicationbytesin_total", label) >= in
+			return s.Value("kafka_server_brokertopicmetrics_replicationbytesin_total", label) >= in
 		})
-		if got := s.value("kafka_server_brokertopicmetrics_replicationbytesin_total", label); got != in {
+		if got := s.Value("kafka_server_brokertopicmetrics_replicationbytesin_total", label); got != in {
 			t.Errorf("follower %d appended %v bytes from the leader, which took %v from producers", node.NodeID(), got, in)
 		}
-		if got := s.value("kafka_server_brokertopicmetrics_bytesin_total", label); got != 0 {
+		if got := s.Value("kafka_server_brokertopicmetrics_bytesin_total", label); got != 0 {
 			t.Errorf("follower %d counts %v replicated bytes as producers' bytes in", node.NodeID(), got)
 		}
 	}
@@ -114,13 +114,13 @@ func TestMetricsReplicationTimesAndBytes(t *testing.T) {
 	}
 
 	s := scrapeMetrics(t, leader.MetricsURL)
-	if got := s.value("kafka_server_brokertopicmetrics_replicationbytesout_total", label); got < 2*in {
+	if got := s.Value("kafka_server_brokertopicmetrics_replicationbytesout_total", label); got < 2*in {
 		t.Errorf("leader sent %v bytes to two followers of a %v-byte log", got, in)
 	}
-	if got := s.value("kafka_server_brokertopicmetrics_bytesout_total", label); got != 0 {
+	if got := s.Value("kafka_server_brokertopicmetrics_bytesout_total", label); got != 0 {
 		t.Errorf("leader counts %v bytes of follower fetches as bytes out", got)
 	}
-	if got := s.value("kafka_server_brokertopicmetrics_replicationbytesin_total", label); got != 0 {
+	if got := s.Value("kafka_server_brokertopicmetrics_replicationbytesin_total", label); got != 0 {
 		t.Errorf("the leader counts %v bytes as appended from a leader", got)
 	}
 }

@@ -45,17 +45,17 @@ func TestMetricsFetchConsumerAndFollower(t *testing.T) {
 		var s scrape
 		harness.WaitFor(t, time.Minute, what, func() bool {
 			s = scrapeMetrics(t, leader.MetricsURL)
-			all := s.sum(requestsTotal, map[string]string{"request": "Fetch"})
-			parts := s.sum(requestsTotal, map[string]string{"request": "FetchConsumer"}) +
-				s.sum(requestsTotal, map[string]string{"request": "FetchFollower"})
+			all := s.Sum(requestsTotal, map[string]string{"request": "Fetch"})
+			parts := s.Sum(requestsTotal, map[string]string{"request": "FetchConsumer"}) +
+				s.Sum(requestsTotal, map[string]string{"request": "FetchFollower"})
 			return all == parts && cond(s)
 		})
 		return s
 	}
 	before := settled("the followers' fetches counted", func(s scrape) bool {
-		return s.sum(requestsTotal, map[string]string{"request": "FetchFollower"}) > 0
+		return s.Sum(requestsTotal, map[string]string{"request": "FetchFollower"}) > 0
 	})
-	if got := before.sum(requestsTotal, map[string]string{"request": "FetchConsumer"}); got != 0 {
+	if got := before.Sum(requestsTotal, map[string]string{"request": "FetchConsumer"}); got != 0 {
 		t.Fatalf("%v consumer fetches before any consumer fetched", got)
 	}
 
@@ -71,7 +71,7 @@ func TestMetricsFetchConsumerAndFollower(t *testing.T) {
 	// A follower at the log end long-polls (replica.fetch.wait.max.ms):
 	// its fetches' remote time grows.
 	after := settled("the consumer's fetches and more follower long polls counted", func(s scrape) bool {
-		return s.sum(requestsTotal, map[string]string{"request": "FetchConsumer"}) == fetches &&
+		return s.Sum(requestsTotal, map[string]string{"request": "FetchConsumer"}) == fetches &&
 			s.requestTimes("FetchConsumer").settled(fetches) &&
 			s.requestTimes("FetchFollower").remote > before.requestTimes("FetchFollower").remote
 	})
@@ -84,11 +84,11 @@ func TestMetricsFetchConsumerAndFollower(t *testing.T) {
 	if all := after.requestTimes("Fetch"); all.remote < after.requestTimes("FetchFollower").remote-1e-9 {
 		t.Errorf("Fetch remote time %vs, FetchFollower's %vs", all.remote, after.requestTimes("FetchFollower").remote)
 	}
-	if n, _ := after.histogram(responseBytes, map[string]string{"request": "FetchConsumer"}); n != fetches {
+	if n, _ := after.Histogram(responseBytes, map[string]string{"request": "FetchConsumer"}); n != fetches {
 		t.Errorf("%v consumer fetch response sizes, want %d", n, fetches)
 	}
 	// The version label is the request's, under both names.
-	if got := after.value(requestsTotal, map[string]string{"request": "FetchConsumer", "version": "11"}); got != fetches {
+	if got := after.Value(requestsTotal, map[string]string{"request": "FetchConsumer", "version": "11"}); got != fetches {
 		t.Errorf("FetchConsumer v11 requests %v, want %d", got, fetches)
 	}
 }
@@ -177,7 +177,7 @@ func TestMetricsResponseBytes(t *testing.T) {
 	}{{"Metadata", mdRead}, {"FetchConsumer", fetchRead}, {"Fetch", fetchRead}} {
 		var n, sum float64
 		harness.WaitFor(t, 30*time.Second, x.api+" response counted", func() bool {
-			n, sum = scrapeMetrics(t, b.MetricsURL).histogram(responseBytes, map[string]string{"request": x.api})
+			n, sum = scrapeMetrics(t, b.MetricsURL).Histogram(responseBytes, map[string]string{"request": x.api})
 			return n >= 1
 		})
 		if n != 1 || sum != float64(x.read-4) {
@@ -213,8 +213,8 @@ func TestMetricsErrorsPerSec(t *testing.T) {
 	var s scrape
 	harness.WaitFor(t, 30*time.Second, "the answers counted", func() bool {
 		s = scrapeMetrics(t, b.MetricsURL)
-		return s.sum(requestsTotal, map[string]string{"request": "CreateTopics"}) == 2 &&
-			s.sum(requestsTotal, map[string]string{"request": "Produce"}) == float64(produces)
+		return s.Sum(requestsTotal, map[string]string{"request": "CreateTopics"}) == 2 &&
+			s.Sum(requestsTotal, map[string]string{"request": "Produce"}) == float64(produces)
 	})
 	want := map[[2]string]float64{
 		{"CreateTopics", "NONE"}:                 1,
@@ -224,7 +224,7 @@ func TestMetricsErrorsPerSec(t *testing.T) {
 		want[[2]string{"Produce", errcode.Name(code)}] += float64(n)
 	}
 	for k, w := range want {
-		if got := s.value(errorsTotal, map[string]string{"request": k[0], "error": k[1]}); got != w {
+		if got := s.Value(errorsTotal, map[string]string{"request": k[0], "error": k[1]}); got != w {
 			t.Errorf("errors{request=%s,error=%s} = %v, want %v", k[0], k[1], got, w)
 		}
 	}
@@ -235,7 +235,7 @@ func TestMetricsErrorsPerSec(t *testing.T) {
 				w += n
 			}
 		}
-		if got := s.sum(errorsTotal, map[string]string{"request": api}); got != w {
+		if got := s.Sum(errorsTotal, map[string]string{"request": api}); got != w {
 			t.Errorf("%v error codes counted for %s, want %v", got, api, w)
 		}
 	}

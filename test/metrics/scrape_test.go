@@ -10,13 +10,12 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/weir-project/weir/test/harness"
 )
 
-// scrape is one parsed /metrics answer.
-type scrape map[string]*dto.MetricFamily
+// scrape is one parsed /metrics answer, with this package's readings of
+// it besides the harness's.
+type scrape struct{ harness.Metrics }
 
 var httpClient = &http.Client{Timeout: 30 * time.Second}
 
@@ -35,81 +34,9 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// scrapeMetrics fetches /metrics and parses it with Prometheus' own text
-// parser: anything it rejects fails the test.
 func scrapeMetrics(t *testing.T, base string) scrape {
 	t.Helper()
-	resp, err := httpClient.Get(base + "/metrics")
-	if err != nil {
-		t.Fatalf("scrape: %v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape: status %d", resp.StatusCode)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
-	return fams
-}
-
-// value is the value of the series name{labels} (exactly those labels),
-// 0 when absent: a counter not yet moved has no series.
-func (s scrape) value(name string, labels map[string]string) float64 {
-	f := s[name]
-	if f == nil {
-		return 0
-	}
-next:
-	for _, m := range f.GetMetric() {
-		if len(m.GetLabel()) != len(labels) {
-			continue
-		}
-		for _, l := range m.GetLabel() {
-			if labels[l.GetName()] != l.GetValue() {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.GetCounter().GetValue()
-		case m.Gauge != nil:
-			return m.GetGauge().GetValue()
-		}
-	}
-	return 0
-}
-
-// sum adds the series of name whose labels include match.
-func (s scrape) sum(name string, match map[string]string) float64 {
-	f := s[name]
-	if f == nil {
-		return 0
-	}
-	total := 0.0
-next:
-	for _, m := range f.GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		for k, v := range match {
-			if have[k] != v {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			total += m.GetCounter().GetValue()
-		case m.Gauge != nil:
-			total += m.GetGauge().GetValue()
-		case m.Histogram != nil:
-			total += float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	return total
+	return scrape{harness.ScrapeMetrics(t, base)}
 }
 
 // logBytes is the size of a partition's segment files on disk: the
@@ -130,33 +57,6 @@ func logBytes(t *testing.T, dir, topic string, partition int) int64 {
 		n += st.Size()
 	}
 	return n
-}
-
-// histogram adds up the sample counts and sums of the histograms of name
-// whose labels include match.
-func (s scrape) histogram(name string, match map[string]string) (count, sum float64) {
-	f := s[name]
-	if f == nil {
-		return 0, 0
-	}
-next:
-	for _, m := range f.GetMetric() {
-		if m.Histogram == nil {
-			continue
-		}
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		for k, v := range match {
-			if have[k] != v {
-				continue next
-			}
-		}
-		count += float64(m.GetHistogram().GetSampleCount())
-		sum += m.GetHistogram().GetSampleSum()
-	}
-	return count, sum
 }
 
 // requestTimes are one API's request time histograms, summed, as one
@@ -180,7 +80,7 @@ func (s scrape) requestTimes(api string) requestTimes {
 	var rt requestTimes
 	sums := make([]float64, len(requestTimeSeries))
 	for i, name := range requestTimeSeries {
-		c, sum := s.histogram(name, map[string]string{"request": api})
+		c, sum := s.Histogram(name, map[string]string{"request": api})
 		rt.counts = append(rt.counts, c)
 		sums[i] = sum
 	}

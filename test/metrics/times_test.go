@@ -102,7 +102,7 @@ func TestMetricsLogFlushTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	const flushes = "kafka_log_logflushstats_logflushrateandtime_seconds"
-	before, _ := scrapeMetrics(t, b.MetricsURL).histogram(flushes, nil)
+	before, _ := scrapeMetrics(t, b.MetricsURL).Histogram(flushes, nil)
 	for i := range n {
 		// One batch per request: ProduceSync waits for each answer.
 		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte{byte(i)}}).FirstErr(); err != nil {
@@ -110,7 +110,7 @@ func TestMetricsLogFlushTime(t *testing.T) {
 		}
 	}
 	// Each append fsyncs before it is answered.
-	after, sum := scrapeMetrics(t, b.MetricsURL).histogram(flushes, nil)
+	after, sum := scrapeMetrics(t, b.MetricsURL).Histogram(flushes, nil)
 	if after-before < n {
 		t.Errorf("%v log flushes timed for %d batches with log.flush.interval.messages=1", after-before, n)
 	}
@@ -136,7 +136,7 @@ func TestMetricsRecoveryAfterKill(t *testing.T) {
 		}
 	}
 	s := scrapeMetrics(t, b.MetricsURL)
-	if got := s.value("weir_log_recovery_logs", nil); got != 0 {
+	if got := s.Value("weir_log_recovery_logs", nil); got != 0 {
 		t.Errorf("a fresh broker loaded %v logs", got)
 	}
 	cl.Close()
@@ -144,9 +144,9 @@ func TestMetricsRecoveryAfterKill(t *testing.T) {
 	b.Kill()
 	b.Restart()
 	s = scrapeMetrics(t, b.MetricsURL)
-	logs := s.value("weir_log_recovery_logs", nil)
-	recovered := s.value("weir_log_recovery_unflushed_logs", nil)
-	segments := s.value("weir_log_recovery_unflushed_segments", nil)
+	logs := s.Value("weir_log_recovery_logs", nil)
+	recovered := s.Value("weir_log_recovery_unflushed_logs", nil)
+	segments := s.Value("weir_log_recovery_unflushed_segments", nil)
 	switch {
 	case logs < partitions:
 		t.Errorf("loaded %v logs, the topic has %d partitions", logs, partitions)
@@ -157,17 +157,17 @@ func TestMetricsRecoveryAfterKill(t *testing.T) {
 	case segments < recovered:
 		t.Errorf("%v segments recovered in %v logs", segments, recovered)
 	}
-	if got := s.value("weir_log_recovery_seconds", nil); got <= 0 {
+	if got := s.Value("weir_log_recovery_seconds", nil); got <= 0 {
 		t.Errorf("loading took %vs", got)
 	}
 
 	b.Stop()
 	b.Restart()
 	s = scrapeMetrics(t, b.MetricsURL)
-	if got := s.value("weir_log_recovery_logs", nil); got != logs {
+	if got := s.Value("weir_log_recovery_logs", nil); got != logs {
 		t.Errorf("after a clean restart %v logs loaded, %v before", got, logs)
 	}
-	if got := s.value("weir_log_recovery_unflushed_logs", nil); got != 0 {
+	if got := s.Value("weir_log_recovery_unflushed_logs", nil); got != 0 {
 		t.Errorf("after a clean shutdown %v logs recovered", got)
 	}
 }

@@ -126,7 +126,7 @@ func TestMetricsForwardedCreateTopicsIsRemoteTime(t *testing.T) {
 	harness.WaitFor(t, time.Minute, "an active controller", func() bool {
 		forwarder, ctrl = nil, nil
 		for _, n := range c.Nodes {
-			if scrapeMetrics(t, n.MetricsURL).value("kafka_controller_kafkacontroller_activecontrollercount", nil) == 1 {
+			if scrapeMetrics(t, n.MetricsURL).Value("kafka_controller_kafkacontroller_activecontrollercount", nil) == 1 {
 				ctrl = n
 			} else {
 				forwarder = n
