@@ -1,19 +1,18 @@
 // Package broker serves Kafka's APIs on top of the metadata controller,
 // the replica manager and the storage engine. One file per API family;
-// this one owns the broker's lifecycle, cluster.go its links to the
+// this one owns the broker's lifecycle (start.go the pieces of its start
+// that need no cleanup of their own), cluster.go its links to the
 // controller and the other brokers, reconcile.go the local replicas'
 // following of the metadata.
 package broker
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -169,26 +168,8 @@ const startTimeout = 120 * time.Second
 // closed, checkpoints and the clean-shutdown marker written, metadata
 // store closed.
 func Run(ctx context.Context, opts Options) (err error) {
+	opts.setDefaults()
 	logger := opts.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	if opts.ControllerListener == "" {
-		opts.ControllerListener = "CONTROLLER"
-	}
-	// Kafka's defaults for what the configuration left unset.
-	setDur := func(d *time.Duration, def time.Duration) {
-		if *d <= 0 {
-			*d = def
-		}
-	}
-	setDur(&opts.HeartbeatInterval, 2*time.Second)
-	setDur(&opts.SessionTimeout, 9*time.Second)
-	setDur(&opts.ReplicaLagMax, 30*time.Second)
-	setDur(&opts.LeaderImbalanceCheck, 300*time.Second)
-	if opts.InterBrokerListener == "" && len(opts.Listeners) > 0 {
-		opts.InterBrokerListener = opts.Listeners[0].Name
-	}
 	b := &Broker{opts: opts, nodeID: opts.NodeID, log: logger, retry: map[storage.TopicPartition]bool{},
 		unknownLogs: map[storage.TopicPartition]bool{}}
 	for _, dir := range opts.LogDirs {
@@ -211,20 +192,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 		b.obs = trafficObserver{eventObserver: b.events(), traffic: opts.Traffic}
 	}
 
-	// Raft's port: the CONTROLLER listener's, shared with the
-	// controller's Kafka APIs; on a broker-only node, the inter-broker
-	// listener's, shared with clients and followers.
-	raftListener, raftBind := opts.ControllerListener, opts.ControllerAddr
-	if opts.BrokerOnly {
-		if len(opts.Voters) == 0 {
-			return errors.New("a broker-only node (process.roles=broker) needs controller.quorum.voters")
-		}
-		raftListener = opts.InterBrokerListener
-		for _, l := range opts.Listeners {
-			if l.Name == raftListener {
-				raftBind = l.Addr
-			}
-		}
+	raftListener, raftBind, err := opts.raftBinding()
+	if err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", raftBind)
 	if err != nil {
@@ -234,17 +204,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	defer func() { err = errors.Join(err, b.ctrlMux.Close()) }()
 	ctrlAddr := ln.Addr().String()
 
-	srvCfg := server.Config{
-		MaxRequestBytes:           opts.MaxRequestBytes,
-		ConnectionsMaxIdle:        opts.ConnectionsMaxIdle,
-		QueuedMaxRequestBytes:     opts.QueuedMaxRequestBytes,
-		MaxNonProduceRequestBytes: opts.MaxNonProduceRequestBytes,
-		TransferTimeout:           opts.TransferTimeout,
-		TransferMinRate:           opts.TransferMinRate,
-		CopyFileRegions:           opts.CopyFetchRecords,
-		APIs:                      apiVersions(),
-		Observer:                  reqObs,
-	}
+	srvCfg := opts.serverConfig(reqObs)
 	if !opts.BrokerOnly {
 		ctrlCfg := srvCfg
 		ctrlCfg.Listeners = []server.Listener{{Name: opts.ControllerListener, Listener: b.ctrlMux.Kafka(), Unbudgeted: true}}
@@ -294,65 +254,17 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if len(voters) == 0 {
 		voters = map[int32]string{opts.NodeID: ctrlAddr}
 	}
-	metaVoters := opts.Voters
 	// A controller missing from controller.quorum.voters is an observer
 	// (KIP-853): it joins as a non-voter, to be promoted by AddRaftVoter.
 	_, listed := voters[opts.NodeID]
 	observer := !opts.BrokerOnly && !listed
-	if opts.BrokerOnly || observer {
-		metaVoters = nil // joins as a non-voter when the controller adds it
-	}
-	b.meta, err = metadata.Open(metadata.Config{
-		NodeID:                   opts.NodeID,
-		Dir:                      opts.metadataDir(),
-		RaftAddr:                 ctrlAddr,
-		Stream:                   b.ctrlMux.Raft(),
-		Voters:                   metaVoters,
-		Join:                     opts.BrokerOnly || observer,
-		ClusterID:                storedClusterID,
-		Logger:                   logger,
-		ValidateTopicName:        config.ValidateTopicName,
-		ValidateTopicConfig:      config.ValidateTopicConfig,
-		ValidateBrokerConfig:     validateBrokerConfig,
-		DefaultPartitions:        opts.DefaultPartitions,
-		DefaultReplicationFactor: opts.DefaultReplication,
-		Limits: metadata.PartitionLimits{
-			MaxBrokerPartitions: opts.Config.MaxBrokerPartitions,
-			MaxPartitions:       opts.Config.MaxPartitions,
-		},
-		UncleanLeaderElectionEnable: opts.Config.UncleanLeaderElectionEnable,
-	})
-	if err != nil {
-		return fmt.Errorf("open metadata: %w", err)
+	if err := b.openMetadata(storedClusterID, ctrlAddr, opts.BrokerOnly || observer); err != nil {
+		return err
 	}
 	defer func() { err = errors.Join(err, b.closeMetadata()) }()
-	if _, err := rand.Read(b.incarnation[:]); err != nil {
-		return fmt.Errorf("incarnation id: %w", err)
+	if err := b.newControllerLinks(voters); err != nil {
+		return err
 	}
-	b.incarnation[0] |= 1 // never zero
-	if !opts.BrokerOnly {
-		b.ctrlSvc = controller.New(controller.Config{
-			LocalID:              opts.NodeID,
-			LocalIncarnation:     b.incarnation,
-			Voters:               voters,
-			ControllerListener:   opts.ControllerListener,
-			SessionTimeout:       opts.SessionTimeout,
-			AutoLeaderRebalance:  opts.AutoLeaderRebalance,
-			LeaderImbalanceCheck: opts.LeaderImbalanceCheck,
-			ProducerIDBlock:      txn.DefaultBlockSize,
-			Logger:               logger.With("component", "controller"),
-		}, b.meta)
-	}
-	b.ctrl = ctrlclient.New(ctrlclient.Config{
-		NodeID: opts.NodeID,
-		Voters: voters,
-		Leader: func() (int32, bool) {
-			id, _, ok := b.meta.Leader()
-			return id, ok
-		},
-		CurrentVoters: b.currentVoters,
-		Logger:        logger.With("component", "ctrlclient"),
-	})
 	defer b.ctrl.Close()
 	b.probe = &commitProbe{ask: b.askCommitIndex}
 	b.producerIDs = txn.NewProducerIDs(producerIDSource{b}, txn.DefaultBlockSize)
@@ -451,17 +363,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if !opts.BrokerOnly {
 		addrs[opts.ControllerListener] = ln.Addr()
 	}
-	attrs := []any{slog.Int("node.id", int(opts.NodeID)), slog.String("cluster.id", b.meta.Image().ClusterID()),
-		slog.Int64("broker.epoch", b.lifecycle.Epoch())}
-	for name, a := range addrs {
-		attrs = append(attrs, slog.String("listener."+name, a.String()))
-	}
-	if metricsAddr != "" {
-		attrs = append(attrs, slog.String("metrics", "http://"+metricsAddr))
-	}
 	b.ready.Store(true)
 	// Tests and scripts read the bound addresses from this line.
-	logger.Info("weir started", attrs...)
+	logger.Info("weir started", b.startedAttrs(addrs, metricsAddr)...)
 	if opts.Ready != nil {
 		opts.Ready(addrs)
 	}
@@ -605,14 +509,4 @@ func (b *Broker) closeMetadata() error {
 		}
 	}
 	return b.meta.Close()
-}
-
-// metadataDir is where the Raft log, stable store and snapshots live:
-// under metadata.log.dir if set, else under the first log dir, as in
-// Kafka. A separate disk keeps metadata writable when data disks fill.
-func (o Options) metadataDir() string {
-	if o.MetadataLogDir != "" {
-		return filepath.Join(o.MetadataLogDir, "__raft")
-	}
-	return filepath.Join(o.LogDirs[0], "__raft")
 }
