@@ -95,6 +95,9 @@ func (l *Log) load(recoveryPoint, logStart int64, clean bool) error {
 				return fail(fmt.Errorf("recover %s: %w", segs[i].logPath(), err))
 			}
 			leo = res.next
+			if res.stop == nil && i+1 < len(segs) && res.next < segs[i+1].base && !cfg.Compact {
+				res.stop = lostTail(res.next, segs[i+1].base)
+			}
 			if res.stop == nil {
 				continue
 			}
@@ -287,4 +290,19 @@ func (l *Log) assignRecoveredEpoch(h recordbatch.Header) error {
 		return fmt.Errorf("record leader epoch %d at %d: %w", h.PartitionLeaderEpoch, h.BaseOffset, err)
 	}
 	return nil
+}
+
+// lostTail is why recovery cuts a log whose unflushed segment ends, at a
+// whole batch, below the next segment's base. A roll starts the next
+// segment at the log end, so a hole there means writes were lost: after
+// a power loss the kernel may have written the new segment back but not
+// the old one's tail. Kept, the hole would survive follower truncation
+// (which compares leader epochs, not offsets inside one) and a consumer
+// would skip it unawares; cut, the replica fetches the lost records
+// again. Compacted logs are exempt: the cleaner leaves such holes where it
+// removed a segment's last batches, and a cleaned segment may lie above
+// the checkpointed recovery point.
+func lostTail(end, nextBase int64) error {
+	return fmt.Errorf("segment ends at offset %d, below the next segment's base %d: its tail was lost: %w",
+		end, nextBase, recordbatch.ErrCorrupt)
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -255,5 +256,35 @@ func TestRecoverFromGarbage(t *testing.T) {
 	defer l.Close()
 	if l.LogEndOffset() != 0 || l.Size() != 0 {
 		t.Fatalf("garbage kept: LEO %d size %d", l.LogEndOffset(), l.Size())
+	}
+}
+
+// A power loss can cost a segment the tail its last fsync did not cover
+// while a later segment, created by a roll meanwhile, kept its bytes: the
+// kernel writes files back in any order. The earlier segment then ends at
+// a whole batch, nothing in it is invalid, and the log has a hole.
+func TestRecoverLostTailBeforeLaterSegment(t *testing.T) {
+	dir, want, cfg, _ := buildLog(t, 60)
+	logs := segFiles(t, dir, ".log")
+	if len(logs) < 4 {
+		t.Fatalf("only %d segments", len(logs))
+	}
+	victim := logs[len(logs)-3]
+	data, err := os.ReadFile(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := 12 + int64(binary.BigEndian.Uint32(data[8:12]))
+	if err := os.Truncate(victim, first); err != nil { // one whole batch left
+		t.Fatal(err)
+	}
+	l, err := OpenLog(dir, cfg, 0, 0, false, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	k := checkPrefix(t, l, want, 1)
+	if got := len(segFilesMaybe(dir, ".log")); got != len(logs)-2 {
+		t.Fatalf("%d segments left, want %d (the segments after the hole removed); kept %d of %d batches", got, len(logs)-2, k, len(want))
 	}
 }
