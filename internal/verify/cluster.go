@@ -176,13 +176,19 @@ func (e *env) stop(logf func(string, ...any)) {
 	}
 }
 
+// segmentBytes is the workload topics' segment.bytes.
+const segmentBytes = 64 << 10
+
 // createTopics creates the workload's topics (RF 3 or the cluster's size)
 // and waits until each partition has a leader.
 func createTopics(ctx context.Context, adm *kadm.Client, topics []TopicInfo, rf int16, minISR int) error {
 	for _, t := range topics {
 		cfg := map[string]*string{
 			"min.insync.replicas": kadm.StringPtr(strconv.Itoa(minISR)),
-			"segment.bytes":       kadm.StringPtr("1048576"),
+			// Small segments roll every half minute or so at the default
+			// rate: torn writes meet fresh segments, and a power loss
+			// finds several above the checkpointed recovery point.
+			"segment.bytes": kadm.StringPtr(strconv.Itoa(segmentBytes)),
 		}
 		if minISR == 1 {
 			cfg["unclean.leader.election.enable"] = kadm.StringPtr("true")

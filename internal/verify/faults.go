@@ -25,11 +25,13 @@ func restart(ctx context.Context, node *localcluster.Node) error {
 
 // killFault is kill -9 and, at the heal, a restart: of the drawn leader
 // or follower, or of the active controller; a torn one also appends
-// garbage to the stopped node's active segments before the restart.
+// garbage to the stopped node's active segments before the restart, and
+// a power one takes away what the node had not fsynced.
 type killFault struct {
 	n          *nemesis
 	d          draws
 	torn       bool
+	power      bool
 	controller bool
 	node       *localcluster.Node
 }
@@ -55,18 +57,26 @@ func (f *killFault) start(ctx context.Context) (int32, string, error) {
 	}
 	f.node.Kill()
 	detail := "kill -9 of the " + what
-	if f.torn {
-		dirs := []string{f.node.Dir}
-		if id == f.n.e.diskNode && f.n.e.disk != nil {
-			dirs = []string{filepath.Join(f.n.e.disk.dir, "logs")}
-		}
-		tore, err := tear(dirs, append(names(f.n.topics), "__consumer_offsets"), rand.New(rand.NewPCG(f.d.seed, 1)))
-		if err != nil {
-			return id, detail, err
-		}
-		detail += "; " + tore
+	if !f.torn && !f.power {
+		return id, detail, nil
 	}
-	return id, detail, nil
+	dir := f.node.Dir
+	if id == f.n.e.diskNode && f.n.e.disk != nil {
+		dir = filepath.Join(f.n.e.disk.dir, "logs")
+	}
+	topics := append(names(f.n.topics), "__consumer_offsets")
+	rng := rand.New(rand.NewPCG(f.d.seed, 1))
+	var done string
+	var err error
+	if f.power {
+		done, err = loseUnflushed(dir, topics, rng)
+	} else {
+		done, err = tear([]string{dir}, topics, rng)
+	}
+	if err != nil {
+		return id, detail, err
+	}
+	return id, detail + "; " + done, nil
 }
 
 func (f *killFault) heal(ctx context.Context) (string, error) {

@@ -214,6 +214,8 @@ func (n *nemesis) plan(kind string) fault {
 		return &partitionFault{n: n, d: d}
 	case FaultTorn:
 		return &killFault{n: n, d: d, torn: true}
+	case FaultPower:
+		return &killFault{n: n, d: d, power: true}
 	case FaultDiskFull:
 		return &diskFault{n: n}
 	case FaultController:

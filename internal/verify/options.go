@@ -15,6 +15,7 @@ const (
 	FaultPause      = "pause"      // SIGSTOP of a leader or a follower, then SIGCONT
 	FaultPartition  = "partition"  // a node cut from the others and the clients, or clients from a leader
 	FaultTorn       = "torn"       // garbage appended to a stopped node's active segments before its restart
+	FaultPower      = "power"      // kill -9, and what the node had not fsynced is lost before its restart
 	FaultDiskFull   = "disk-full"  // one node's log dir (a small tmpfs) filled up, then freed
 	FaultController = "controller" // kill -9 of the active controller, then a restart
 	// FaultLose is --unsafe's own: acks=1 writes to a leader cut off from
@@ -23,7 +24,7 @@ const (
 )
 
 // AllFaults are the kinds a safe run injects by default.
-var AllFaults = []string{FaultKill, FaultPause, FaultPartition, FaultTorn, FaultDiskFull, FaultController}
+var AllFaults = []string{FaultKill, FaultPause, FaultPartition, FaultTorn, FaultPower, FaultDiskFull, FaultController}
 
 // Options configure a run.
 type Options struct {

@@ -17,6 +17,7 @@ var faultColors = map[string]string{
 	FaultPause:      "#a6c8f4",
 	FaultPartition:  "#f4d9a6",
 	FaultTorn:       "#d3a6f4",
+	FaultPower:      "#c9b38f",
 	FaultDiskFull:   "#a6f4c1",
 	FaultController: "#f4a6e0",
 	FaultLose:       "#bbbbbb",

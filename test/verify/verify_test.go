@@ -76,7 +76,7 @@ func counts(res *verify.Result, topic string) map[string]int {
 	return nil
 }
 
-// TestVerifySafe: 75 seconds of the seeded workload against three nodes
+// TestVerifySafe: 75 seconds (or as long as one fault of each kind takes) of the seeded workload against three nodes
 // while a fault of every kind strikes in turn. Nothing acknowledged may
 // be lost, duplicated, moved or invented; the run itself must go cleanly
 // (every fault applied and healed, the cluster healthy again after
@@ -96,7 +96,7 @@ func TestVerifySafe(t *testing.T) {
 		t.Fatalf("the run went wrong: %v\n%s", res.Errors, output)
 	}
 	faults := res.FaultCounts()
-	for _, k := range []string{verify.FaultKill, verify.FaultPause, verify.FaultPartition, verify.FaultTorn, verify.FaultController} {
+	for _, k := range []string{verify.FaultKill, verify.FaultPause, verify.FaultPartition, verify.FaultTorn, verify.FaultPower, verify.FaultController} {
 		if faults[k] == 0 {
 			t.Errorf("no %s fault in %v", k, faults)
 		}
