@@ -137,11 +137,11 @@
 //     next segment, relative offset fits int32). Indexes and max timestamp
 //     are rebuilt on the way. At the first invalid byte the .log is
 //     truncated and every later segment deleted; both are logged (file,
-//     byte position, bytes cut, next offset, reason). A segment of a log
-//     that is not compacted which ends, at a whole batch, below the next
-//     segment's base lost its tail (a power loss: the kernel wrote the
-//     newer file back first); every later segment is deleted as well, so
-//     the log never keeps a hole (lostTail says why).
+//     byte position, bytes cut, next offset, reason). A segment that
+//     ends, at a whole batch, below the next segment's base lost its tail
+//     (a power loss: the kernel wrote the newer file back first); every
+//     later segment is deleted as well, so the log never keeps a hole
+//     (lostTail says why; the cleaner never leaves one, see Compaction).
 //  7. Log start = max(checkpoint, first base). If the log end fell below
 //     it, the segments are dropped and the log restarts empty there.
 //     Recovery point = log end after a clean shutdown, else

@@ -95,7 +95,7 @@ func (l *Log) load(recoveryPoint, logStart int64, clean bool) error {
 				return fail(fmt.Errorf("recover %s: %w", segs[i].logPath(), err))
 			}
 			leo = res.next
-			if res.stop == nil && i+1 < len(segs) && res.next < segs[i+1].base && !cfg.Compact {
+			if res.stop == nil && i+1 < len(segs) && res.next < segs[i+1].base {
 				res.stop = lostTail(res.next, segs[i+1].base)
 			}
 			if res.stop == nil {
@@ -299,9 +299,10 @@ func (l *Log) assignRecoveredEpoch(h recordbatch.Header) error {
 // the old one's tail. Kept, the hole would survive follower truncation
 // (which compares leader epochs, not offsets inside one) and a consumer
 // would skip it unawares; cut, the replica fetches the lost records
-// again. Compacted logs are exempt: the cleaner leaves such holes where it
-// removed a segment's last batches, and a cleaned segment may lie above
-// the checkpointed recovery point.
+// again. Compacted logs are no exception: the cleaner keeps the last batch
+// of every group it rewrites (empty if need be), so a cleaned segment
+// ends where its group did (TestCleanedSegmentsSurviveRecovery). Kafka's
+// cleaner does not, and its recovery keeps such holes.
 func lostTail(end, nextBase int64) error {
 	return fmt.Errorf("segment ends at offset %d, below the next segment's base %d: its tail was lost: %w",
 		end, nextBase, recordbatch.ErrCorrupt)
