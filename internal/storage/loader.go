@@ -301,8 +301,9 @@ func (l *Log) assignRecoveredEpoch(h recordbatch.Header) error {
 // would skip it unawares; cut, the replica fetches the lost records
 // again. Compacted logs are no exception: the cleaner keeps the last batch
 // of every group it rewrites (empty if need be), so a cleaned segment
-// ends where its group did (TestCleanedSegmentsSurviveRecovery). Kafka's
-// cleaner does not, and its recovery keeps such holes.
+// ends where its group did (TestCleanedSegmentsSurviveRecovery); and a
+// follower rolls at its own log end too, whatever gaps the leader's
+// batches carry inside.
 func lostTail(end, nextBase int64) error {
 	return fmt.Errorf("segment ends at offset %d, below the next segment's base %d: its tail was lost: %w",
 		end, nextBase, recordbatch.ErrCorrupt)

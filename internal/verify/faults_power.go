@@ -35,9 +35,10 @@ import (
 //   - each later segment, created by a roll the kernel may have written
 //     back before the older tail, is removed, left empty or kept whole.
 //
-// Indexes, producer snapshots, leader-epoch-checkpoint and the other
-// checkpoints are left as they are: written back or fsynced earlier,
-// they may describe records that are gone now.
+// A producer snapshot past the floor (written at a roll, fsynced only by
+// the roll's flush) is kept, removed, cut short or zeroed. Indexes,
+// leader-epoch-checkpoint and the other checkpoints (written with an
+// fsync) are left as they are: they may describe records that are gone.
 func loseUnflushed(logDir string, topics []string, rng *rand.Rand) (string, error) {
 	rps, err := checkpoint.ReadOffsets(filepath.Join(logDir, "recovery-point-offset-checkpoint"))
 	if err != nil {
@@ -131,6 +132,10 @@ func cutUnflushed(dir string, rp int64, rng *rand.Rand) (int64, string, error) {
 			return 0, "", err
 		}
 	}
+	snaps, err := damageSnapshots(dir, rp, rng)
+	if err != nil {
+		return 0, "", err
+	}
 	what := ""
 	if zeros > 0 {
 		what = fmt.Sprintf("+%dz", zeros)
@@ -138,7 +143,52 @@ func cutUnflushed(dir string, rp int64, rng *rand.Rand) (int64, string, error) {
 	if len(notes) > 0 {
 		what += "[later " + strings.Join(notes, ",") + "]"
 	}
+	if len(snaps) > 0 {
+		what += "[snapshots " + strings.Join(snaps, ",") + "]"
+	}
 	return gone, what, nil
+}
+
+// damageSnapshots does to each producer snapshot past rp what a power
+// loss may: it is kept, removed, cut short or zeroed (its size reached
+// the disk, its data did not).
+func damageSnapshots(dir string, rp int64, rng *rand.Rand) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var notes []string
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".snapshot")
+		if !ok {
+			continue
+		}
+		if off, err := strconv.ParseInt(name, 10, 64); err != nil || off <= rp {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		switch rng.IntN(4) {
+		case 0:
+			notes = append(notes, "kept")
+		case 1:
+			notes = append(notes, "removed")
+			err = os.Remove(path)
+		case 2:
+			notes = append(notes, "cut")
+			err = os.Truncate(path, rng.Int64N(st.Size()+1))
+		default:
+			notes = append(notes, "zeroed")
+			err = os.WriteFile(path, make([]byte, st.Size()), 0o644)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return notes, nil
 }
 
 type segFile struct {

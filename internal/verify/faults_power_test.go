@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -25,6 +26,8 @@ func fakeSegment(base int64, n int) []byte {
 	return b
 }
 
+var snapshotBytes = bytes.Repeat([]byte("snapshot"), 20)
+
 func TestCutUnflushedKeepsWhatWasFsynced(t *testing.T) {
 	const batch = 62
 	orig := map[string][]byte{
@@ -40,13 +43,21 @@ func TestCutUnflushedKeepsWhatWasFsynced(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		for _, snap := range []string{"00000000000000000010.snapshot", "00000000000000000020.snapshot"} {
+			if err := os.WriteFile(filepath.Join(dir, snap), snapshotBytes, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		// Recovery point 15: the first segment and five batches of the
 		// second were fsynced.
 		gone, what, err := cutUnflushed(dir, 15, rand.New(rand.NewPCG(seed, 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		seen[what] = true
+		seen[strings.Split(what, "[snapshots")[0]] = true
+		if got, err := os.ReadFile(filepath.Join(dir, "00000000000000000010.snapshot")); err != nil || !bytes.Equal(got, snapshotBytes) {
+			t.Fatalf("seed %d: the snapshot at 10, below the recovery point, changed: %v", seed, err)
+		}
 		for name, want := range orig {
 			got, err := os.ReadFile(filepath.Join(dir, name))
 			if errors.Is(err, fs.ErrNotExist) {
