@@ -140,7 +140,7 @@ func alterOne(im *Image, brokerID int32, u ISRUpdate) (*Topic, Partition, error)
 	next := p
 	next.ISR = inReplicaOrder(p.Replicas, ids)
 	next.LeaderRecoveryState = u.LeaderRecoveryState
-	np, _ := im.settle(p, next)
+	np, _ := im.settle(t, p, next)
 	return t, np, nil
 }
 

@@ -92,8 +92,9 @@ func applyBootstrap(im *Image, c *bootstrapCmd) error {
 	}
 	if im.clusterID == "" {
 		im.clusterID = c.ClusterID
+		im.defaultMinISR = max(c.MinISR, 0)
 	}
-	return nil // a second bootstrap keeps the first id
+	return nil // a second bootstrap keeps the first id and default
 }
 
 // newPartitions builds fresh partitions numbered from first, epochs 0: the
@@ -278,6 +279,7 @@ func applyAlterConfigs(im *Image, c *alterConfigsCmd) error {
 		}
 	}
 	im.putTopic(&nt)
+	clearSatisfiedELRs(im)
 	return nil
 }
 

@@ -110,6 +110,7 @@ func applyAlterBrokerConfigs(im *Image, c *alterBrokerConfigsCmd) error {
 		}
 	}
 	im.putBrokerConfigs(c.Resource, next)
+	clearSatisfiedELRs(im)
 	return nil
 }
 

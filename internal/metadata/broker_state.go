@@ -14,6 +14,8 @@ import (
 //     any, is fenced first: it leaves the ISRs and leaderships as on
 //     fence_broker. The new one gets epoch = index and starts fenced; it is
 //     unfenced once its heartbeat says it has caught up.
+//   - A restart that does not name the old incarnation's epoch as its
+//     previous one may have lost unflushed records: dropUnflushed.
 //   - Zero incarnation (a legacy registration, from logs written before the
 //     lifecycle existed or from RegisterBroker): epoch 0 and unfenced at
 //     once, the only registration those logs know. Its epoch must not
@@ -34,7 +36,8 @@ func applyRegisterBroker(im *Image, index uint64, c *registerBrokerCmd) (int64, 
 	}
 	e := newPartitionEdit(im)
 	if old != nil && old.Incarnation != b.Incarnation {
-		fenceFromPartitions(e, b.ID)
+		unflushed := !legacy && old.Incarnation != ([16]byte{}) && c.PreviousEpoch != nil && *c.PreviousEpoch != old.Epoch
+		fenceFromPartitions(e, b.ID, unflushed)
 	}
 	b.Endpoints = slices.Clone(b.Endpoints)
 	b.InControlledShutdown = false
@@ -81,7 +84,7 @@ func applyFenceBroker(im *Image, c *fenceBrokerCmd) error {
 		return fmt.Errorf("fence broker: %w", err)
 	}
 	setBroker(im, b, func(nb *Broker) { nb.Fenced = true })
-	fenceFromPartitions(newPartitionEdit(im), c.ID)
+	fenceFromPartitions(newPartitionEdit(im), c.ID, false)
 	return nil
 }
 

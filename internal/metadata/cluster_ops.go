@@ -21,6 +21,12 @@ type BrokerRegistration struct {
 	Port      int32
 	Rack      string
 	Endpoints []Endpoint
+	// PreviousEpoch is the epoch of the broker's last registration if its
+	// logs lost nothing since (a clean shutdown, or a crash the machine
+	// survived, so the page cache kept every write); -1 otherwise
+	// (Kafka's PreviousBrokerEpoch, KIP-966). A broker that names another
+	// epoch than its last leaves every ELR (elr.go).
+	PreviousEpoch int64
 }
 
 // RegisterIncarnation registers a broker process and returns its broker
@@ -46,7 +52,7 @@ func (c *Controller) RegisterIncarnation(ctx context.Context, r BrokerRegistrati
 	}
 	b := Broker{ID: r.ID, Host: r.Host, Port: r.Port, Rack: r.Rack, Endpoints: r.Endpoints, Incarnation: r.Incarnation}
 	old, _ := c.Image().Broker(r.ID)
-	res, err := c.propose(ctx, cmdRegisterBroker, registerBrokerCmd{Broker: b})
+	res, err := c.propose(ctx, cmdRegisterBroker, registerBrokerCmd{Broker: b, PreviousEpoch: &r.PreviousEpoch})
 	if err != nil {
 		return 0, fmt.Errorf("register broker %d: %w", r.ID, err)
 	}
@@ -192,7 +198,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, typ ElectionType, partiti
 			out[i].Err = fmt.Errorf("elect leaders: %w: %s-%d", ErrUnknownTopic, tp.Topic, tp.Partition)
 			continue
 		}
-		if _, err := im.elect(t.Partitions[tp.Partition], typ); err != nil {
+		if _, err := im.elect(t, t.Partitions[tp.Partition], typ); err != nil {
 			out[i].Err = fmt.Errorf("elect leaders: %s-%d: %w", tp.Topic, tp.Partition, err)
 			continue
 		}
@@ -239,7 +245,7 @@ func (c *Controller) ElectUncleanLeaders(ctx context.Context) ([]ElectionResult,
 			continue
 		}
 		for _, p := range t.Partitions {
-			if _, err := im.elect(p, ElectUnclean); err == nil {
+			if _, err := im.elect(t, p, ElectUnclean); err == nil {
 				cmd.Partitions = append(cmd.Partitions, partitionRef{TopicID: t.ID, Partition: p.Partition})
 				before = append(before, p)
 			}

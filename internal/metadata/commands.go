@@ -34,6 +34,10 @@ type envelope struct {
 
 type bootstrapCmd struct {
 	ClusterID string `json:"clusterId"`
+	// MinISR is the bootstrapping controller's min.insync.replicas, the
+	// default of topics that set none (0: unknown; logs written before
+	// eligible leader replicas existed).
+	MinISR int32 `json:"minIsr,omitempty"`
 }
 
 // registerBrokerCmd registers b. The state machine decides its epoch and
@@ -41,6 +45,12 @@ type bootstrapCmd struct {
 // before the broker lifecycle existed hold only those).
 type registerBrokerCmd struct {
 	Broker Broker `json:"broker"`
+	// PreviousEpoch is the epoch the broker names as its last
+	// registration's (BrokerRegistration's PreviousBrokerEpoch): -1 after
+	// a restart in which its logs may have lost unflushed records. nil in
+	// logs written before eligible leader replicas existed, which apply
+	// as they did then.
+	PreviousEpoch *int64 `json:"previousEpoch,omitempty"`
 }
 
 type createTopicCmd struct {

@@ -46,7 +46,11 @@ type Config struct {
 	// ClusterID, if set, is the id the first bootstrap records (e.g. from
 	// meta.properties); otherwise a random one is generated.
 	ClusterID string
-	Logger    *slog.Logger
+	// DefaultMinISR is this node's static min.insync.replicas, which the
+	// first bootstrap records as the default of topics that set none
+	// (eligible leader replicas depend on it; elr.go).
+	DefaultMinISR int32
+	Logger        *slog.Logger
 
 	// ValidateTopicName and ValidateTopicConfig are checked before a change
 	// is proposed. Nil means Kafka's topic name rules and "any non-empty

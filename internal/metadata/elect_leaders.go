@@ -58,7 +58,7 @@ func applyElectLeaders(im *Image, c *electLeadersCmd) ([]ElectionResult, error) 
 			continue
 		}
 		out[i].Topic = t.Name
-		np, err := im.elect(t.Partitions[ref.Partition], c.Type)
+		np, err := im.elect(t, t.Partitions[ref.Partition], c.Type)
 		if err != nil {
 			out[i].Err = fmt.Errorf("elect leaders: %s-%d: %w", t.Name, ref.Partition, err)
 			continue
@@ -82,7 +82,7 @@ func applyElectLeaders(im *Image, c *electLeadersCmd) ([]ElectionResult, error) 
 // replica order leads with ISR = {it}, recovering (KIP-704). Whether an
 // unclean election is allowed (unclean.leader.election.enable, or an
 // admin's explicit request) is the proposer's decision.
-func (im *Image) elect(p Partition, typ ElectionType) (Partition, error) {
+func (im *Image) elect(t *Topic, p Partition, typ ElectionType) (Partition, error) {
 	switch typ {
 	case ElectPreferred:
 		pref := p.Replicas[0]
@@ -92,19 +92,19 @@ func (im *Image) elect(p Partition, typ ElectionType) (Partition, error) {
 		if !slices.Contains(p.ISR, pref) || !im.eligible(pref) {
 			return p, ErrPreferredLeaderNotAvailable
 		}
-		np, _ := withState(p, pref, p.ISR, p.LeaderRecoveryState)
+		np, _ := im.withState(t, p, pref, p.ISR, p.LeaderRecoveryState)
 		return np, nil
 	case ElectUnclean:
 		if p.Leader != -1 {
 			return p, ErrElectionNotNeeded
 		}
-		if leader := im.electFrom(p.Replicas, p.ISR, -1); leader != -1 {
-			np, _ := withState(p, leader, p.ISR, p.LeaderRecoveryState)
+		if leader, isr := im.electClean(p, p.ISR, -1); leader != -1 {
+			np, _ := im.withState(t, p, leader, isr, p.LeaderRecoveryState)
 			return np, nil
 		}
 		for _, r := range p.Replicas {
 			if im.eligible(r) {
-				np, _ := withState(p, r, []int32{r}, LeaderRecovering)
+				np, _ := im.withState(t, p, r, []int32{r}, LeaderRecovering)
 				return np, nil
 			}
 		}

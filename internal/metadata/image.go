@@ -67,6 +67,12 @@ type Partition struct {
 	// reassignment is in progress.
 	AddingReplicas   []int32 `json:"addingReplicas,omitempty"`
 	RemovingReplicas []int32 `json:"removingReplicas,omitempty"`
+	// ELR is the eligible leader replicas (KIP-966): replicas out of the
+	// ISR that still hold every committed record, because they left it
+	// while the ISR was below min.insync.replicas and the high watermark
+	// cannot advance then. Disjoint from the ISR, in replica order, and
+	// empty whenever the ISR has min.insync.replicas members (elr.go).
+	ELR []int32 `json:"elr,omitempty"`
 }
 
 // Reassigning reports whether a reassignment of p is in progress.
@@ -109,8 +115,12 @@ type Topic struct {
 // without locks. Values reachable from an Image (Topic slices and maps
 // included) are shared with later images and must not be modified.
 type Image struct {
-	index          uint64
-	clusterID      string
+	index     uint64
+	clusterID string
+	// defaultMinISR is min.insync.replicas for topics without an override
+	// of it, static or dynamic, as the bootstrapping controller had it (0:
+	// unknown, treated as Kafka's default 1). See minISR.
+	defaultMinISR  int32
 	brokers        map[int32]*Broker
 	topics         map[string]*Topic
 	topicsByID     map[[16]byte]*Topic
@@ -139,6 +149,7 @@ func (im *Image) clone() *Image {
 	return &Image{
 		index:          im.index,
 		clusterID:      im.clusterID,
+		defaultMinISR:  im.defaultMinISR,
 		brokers:        maps.Clone(im.brokers),
 		topics:         maps.Clone(im.topics),
 		topicsByID:     maps.Clone(im.topicsByID),

@@ -21,10 +21,14 @@ import (
 //     rule would have elected it).
 //  7. A recovering leader (after an unclean election) is the only ISR
 //     member.
+//  8. The ELR is a set of replicas in replica order, disjoint from the
+//     ISR, and empty while the ISR has min.insync.replicas members or the
+//     leader is recovering; an offline partition has no eligible ELR
+//     member either.
 func checkImage(im *Image) error {
 	for _, t := range im.sortedTopics() {
 		for _, p := range t.Partitions {
-			if err := checkPartition(im, p); err != nil {
+			if err := checkPartition(im, t, p); err != nil {
 				return fmt.Errorf("%s-%d %+v: %w", t.Name, p.Partition, p, err)
 			}
 		}
@@ -32,7 +36,7 @@ func checkImage(im *Image) error {
 	return nil
 }
 
-func checkPartition(im *Image, p Partition) error {
+func checkPartition(im *Image, t *Topic, p Partition) error {
 	for i, r := range p.Replicas {
 		if slices.Contains(p.Replicas[:i], r) {
 			return fmt.Errorf("replica %d twice", r)
@@ -73,6 +77,18 @@ func checkPartition(im *Image, p Partition) error {
 	if p.LeaderRecoveryState == LeaderRecovering && len(p.ISR) > 1 {
 		return fmt.Errorf("recovering with ISR of %d", len(p.ISR))
 	}
+	if !slices.Equal(p.ELR, inReplicaOrder(p.Replicas, p.ELR)) {
+		return fmt.Errorf("ELR not a set of replicas in replica order")
+	}
+	if len(minus(p.ELR, p.ISR)) != len(p.ELR) {
+		return fmt.Errorf("ELR shares members with the ISR")
+	}
+	if len(p.ELR) > 0 && (len(p.ISR) >= im.minISR(t) || p.LeaderRecoveryState == LeaderRecovering) {
+		return fmt.Errorf("ELR kept with ISR of %d, min.insync.replicas %d, recovery state %d", len(p.ISR), im.minISR(t), p.LeaderRecoveryState)
+	}
+	if p.Leader == -1 && im.electFrom(p.Replicas, p.ELR, -1) != -1 {
+		return fmt.Errorf("offline with an eligible ELR member")
+	}
 	return nil
 }
 
@@ -85,7 +101,8 @@ func checkPartition(im *Image, p Partition) error {
 //     fences the old one and elects the new), and its leader epoch once per
 //     leader change, so at least once when the leader differs.
 //  2. Every broker that joins an ISR, and every ISR member of a new
-//     partition, is eligible.
+//     partition, is eligible, except an ELR member that takes the place
+//     of an ISR's only member (dropUnflushed) and is then its only member.
 //  3. Broker epochs: the same incarnation keeps its epoch; a new
 //     non-legacy incarnation gets a larger one, starts fenced and is in no
 //     controlled shutdown.
@@ -106,7 +123,7 @@ func checkStep(prev, next *Image, maxChanges int32) error {
 			}
 			pp := pt.Partitions[i]
 			same := np.Leader == pp.Leader && slices.Equal(np.ISR, pp.ISR) && slices.Equal(np.Replicas, pp.Replicas) &&
-				np.LeaderRecoveryState == pp.LeaderRecoveryState
+				np.LeaderRecoveryState == pp.LeaderRecoveryState && slices.Equal(np.ELR, pp.ELR)
 			dPE, dLE := np.PartitionEpoch-pp.PartitionEpoch, np.LeaderEpoch-pp.LeaderEpoch
 			ok := dPE == 0 && dLE == 0
 			if !ok && (!same || maxChanges > 1) {
@@ -119,7 +136,8 @@ func checkStep(prev, next *Image, maxChanges int32) error {
 				return fmt.Errorf("%s-%d: %+v -> %+v: epochs moved by %d/%d", nt.Name, i, pp, np, dLE, dPE)
 			}
 			for _, r := range np.ISR {
-				if !slices.Contains(pp.ISR, r) && !next.eligible(r) {
+				fromELR := len(np.ISR) == 1 && slices.Contains(pp.ELR, r)
+				if !slices.Contains(pp.ISR, r) && !next.eligible(r) && !fromELR {
 					return fmt.Errorf("%s-%d: ineligible broker %d joined the ISR (%v -> %v)", nt.Name, i, r, pp.ISR, np.ISR)
 				}
 			}

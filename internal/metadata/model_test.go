@@ -15,8 +15,10 @@ import (
 // fences, unfences and controlled shutdowns with current and stale
 // epochs, AlterPartitions from leaders (valid, stale, from non-leaders),
 // elections, and new topics and partitions placed over the eligible
-// brokers. Every step is checked against checkImage and checkStep, and
-// against what the command should have done.
+// brokers; topics with and without min.insync.replicas, and restarts that
+// may have lost unflushed records. Every step is checked against
+// checkImage and checkStep, against what the command should have done,
+// and against a ghost of the data (trackCommitted).
 type model struct {
 	t    *testing.T
 	rng  *rand.Rand
@@ -30,6 +32,12 @@ type model struct {
 	history map[partitionRef][]Partition
 	racks   bool
 	topicN  byte
+	// holders is, per partition, the replicas that hold every committed
+	// record, as far as the state machine's rules let one know.
+	holders map[partitionRef][]int32
+	// unflushed is the broker whose registration in this step says its
+	// logs may have lost unflushed records (-1: none).
+	unflushed int32
 }
 
 func newModel(t *testing.T, seed uint64) *model {
@@ -41,6 +49,9 @@ func newModel(t *testing.T, seed uint64) *model {
 		epochs:  map[int32][]int64{},
 		history: map[partitionRef][]Partition{},
 		racks:   seed%2 == 0,
+		holders: map[partitionRef][]int32{},
+
+		unflushed: -1,
 	}
 }
 
@@ -69,6 +80,7 @@ func (md *model) step(typ cmdType, payload any) applyResult {
 	if err := checkStep(prev, next, maxChanges); err != nil {
 		md.t.Fatalf("step %d (%s %+v, err %v): %v", md.idx, typ, payload, res.err, err)
 	}
+	md.trackCommitted(typ, prev, next)
 	d := DiffTopics(prev, next)
 	for _, tp := range slices.Concat(d.Added, d.Changed) {
 		for _, p := range tp.Partitions {
@@ -134,7 +146,20 @@ func (md *model) register() {
 	default: // a (re)start
 		md.runs[id]++
 		inc := [16]byte{2, byte(id), byte(md.runs[id]), byte(md.runs[id] >> 8)}
-		res := md.step(cmdRegisterBroker, registerBrokerCmd{Broker: Broker{ID: id, Host: "h", Port: 1, Rack: rack, Incarnation: inc}})
+		// The broker names its last epoch unless its logs may have lost
+		// unflushed records (sometimes a made-up one: as good as -1).
+		prevEpoch := int64(-1)
+		switch md.rng.IntN(3) {
+		case 0:
+			prevEpoch = old.Epoch
+		case 1:
+			prevEpoch = int64(md.rng.IntN(1000))
+		}
+		if had && old.Incarnation != ([16]byte{}) && prevEpoch != old.Epoch {
+			md.unflushed = id
+		}
+		res := md.step(cmdRegisterBroker, registerBrokerCmd{Broker: Broker{ID: id, Host: "h", Port: 1, Rack: rack, Incarnation: inc}, PreviousEpoch: &prevEpoch})
+		md.unflushed = -1
 		md.want("registration", res.err, nil)
 		if res.brokerEpoch != int64(md.idx) {
 			md.t.Fatalf("step %d: new registration got epoch %d", md.idx, res.brokerEpoch)
@@ -311,12 +336,16 @@ func (md *model) create() {
 	}
 	md.topicN++
 	asg := place(brokers, 0, 1+md.rng.IntN(4), rf, md.rng.IntN(len(brokers)))
-	res := md.step(cmdCreateTopic, createTopicCmd{Name: fmt.Sprintf("t%d", md.topicN), ID: [16]byte{9, md.topicN}, Assignments: asg})
+	var configs map[string]string
+	if n := md.rng.IntN(4); n > 0 {
+		configs = map[string]string{"min.insync.replicas": fmt.Sprint(n)}
+	}
+	res := md.step(cmdCreateTopic, createTopicCmd{Name: fmt.Sprintf("t%d", md.topicN), ID: [16]byte{9, md.topicN}, Assignments: asg, Configs: configs})
 	md.want("create topic", res.err, nil)
 }
 
 func (md *model) run(steps int) {
-	md.step(cmdBootstrap, bootstrapCmd{ClusterID: "AAAAAAAAAAAAAAAAAAAAAA"})
+	md.step(cmdBootstrap, bootstrapCmd{ClusterID: "AAAAAAAAAAAAAAAAAAAAAA", MinISR: int32(md.rng.IntN(3))})
 	for range steps {
 		switch r := md.rng.IntN(20); {
 		case r < 4:
@@ -379,4 +408,52 @@ func sameMaps(prev, next *Image) bool {
 	return p(prev.brokers) == p(next.brokers) && p(prev.topics) == p(next.topics) &&
 		p(prev.topicsByID) == p(next.topicsByID) && prev.clusterID == next.clusterID &&
 		prev.nextProducerID == next.nextProducerID
+}
+
+// trackCommitted keeps holders, a ghost of the data the state machine
+// never sees, and fails when a clean election picks a replica that may
+// lack committed records while an ISR or ELR member held them all: the
+// loss eligible leader replicas exist to prevent.
+//
+// Records commit whenever a partition has a recovered leader and an ISR
+// of min.insync.replicas members; a replica out of the ISR then falls
+// behind. A replica joins holders by catching up (AlterPartition adding it
+// to the ISR), and leaves them by a restart that may have lost unflushed
+// records. A new leader without them becomes the reference: after an
+// unclean election, or when no ISR or ELR member held them (the loss of
+// every replica that did, which no rule can undo).
+func (md *model) trackCommitted(typ cmdType, prev, next *Image) {
+	for _, t := range next.sortedTopics() {
+		for _, p := range t.Partitions {
+			key := partitionRef{TopicID: t.ID, Partition: p.Partition}
+			h, known := md.holders[key]
+			if !known {
+				h = slices.Clone(p.Replicas) // empty: everyone holds it all
+			}
+			h = without(h, md.unflushed)
+			var pp Partition
+			had := false
+			if pt := prev.topicsByID[t.ID]; pt != nil && int(p.Partition) < len(pt.Partitions) {
+				pp, had = pt.Partitions[p.Partition], true
+			}
+			if had && p.Leader != -1 && p.Leader != pp.Leader && !slices.Contains(h, p.Leader) {
+				if p.LeaderRecoveryState == LeaderRecovered && len(minus(slices.Concat(pp.ISR, pp.ELR), h)) < len(pp.ISR)+len(pp.ELR) {
+					md.t.Fatalf("step %d (%s): %s-%d elected %d, which may lack committed records, while %v of ISR %v / ELR %v held them",
+						md.idx, typ, t.Name, p.Partition, p.Leader, h, pp.ISR, pp.ELR)
+				}
+				h = []int32{p.Leader}
+			}
+			if typ == cmdAlterPartition && had {
+				for _, r := range minus(p.ISR, pp.ISR) {
+					if !slices.Contains(h, r) {
+						h = append(h, r)
+					}
+				}
+			}
+			if p.Leader != -1 && p.LeaderRecoveryState == LeaderRecovered && len(p.ISR) >= next.minISR(t) {
+				h = minus(h, minus(h, p.ISR))
+			}
+			md.holders[key] = h
+		}
+	}
 }

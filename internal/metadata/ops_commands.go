@@ -80,7 +80,7 @@ func applyUnregisterBroker(im *Image, c *unregisterBrokerCmd) error {
 	if !b.Fenced {
 		return fmt.Errorf("%w: broker %d is active: stop it (or let its session expire) before unregistering it", ErrInvalidRequest, c.ID)
 	}
-	fenceFromPartitions(newPartitionEdit(im), c.ID)
+	fenceFromPartitions(newPartitionEdit(im), c.ID, false)
 	delete(im.brokers, c.ID)
 	return nil
 }

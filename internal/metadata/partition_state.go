@@ -61,23 +61,13 @@ func (im *Image) electFrom(replicas, isr []int32, except int32) int32 {
 	return -1
 }
 
-// withState returns p with the given leader, ISR and leader recovery state:
-// the partition epoch is bumped on any change and the leader epoch when the
-// leader changes (to -1 included, as in Kafka). changed is false, and p
-// returned as it is, when nothing differs.
-func withState(p Partition, leader int32, isr []int32, recovery int8) (np Partition, changed bool) {
-	if leader == p.Leader && slices.Equal(isr, p.ISR) && recovery == p.LeaderRecoveryState {
-		return p, false
-	}
-	np = p
-	np.ISR = slices.Clone(isr)
-	np.LeaderRecoveryState = recovery
-	if leader != p.Leader {
-		np.Leader = leader
-		np.LeaderEpoch++
-	}
-	np.PartitionEpoch++
-	return np, true
+// withState returns p, of topic t, with the given leader, ISR and leader
+// recovery state, its ELR and epochs following (finish). changed is false,
+// and p returned as it is, when nothing differs.
+func (im *Image) withState(t *Topic, p Partition, leader int32, isr []int32, recovery int8) (np Partition, changed bool) {
+	next := p
+	next.Leader, next.ISR, next.LeaderRecoveryState = leader, slices.Clone(isr), recovery
+	return im.finish(t, p, next, -1)
 }
 
 // without returns isr minus id (a new slice).
@@ -106,24 +96,32 @@ func inReplicaOrder(replicas, set []int32) []int32 {
 // fenceFromPartitions takes broker id out of every ISR and leadership, as
 // fencing does (Kafka's handleBrokerFenced): it leaves every ISR it is in,
 // except where it is the only member (Kafka never empties an ISR), and each
-// partition it led elects a new leader from the remaining ISR, or goes
-// offline (-1) when no member is eligible.
-func fenceFromPartitions(e *partitionEdit, id int32) {
+// partition it led elects a new leader from the remaining ISR, else from
+// the ELR (electClean), or goes offline (-1) when no member is eligible.
+// unflushed says the broker comes back from a restart in which its logs
+// may have lost unflushed records; see dropUnflushed for what that adds.
+func fenceFromPartitions(e *partitionEdit, id int32, unflushed bool) {
+	tainted := int32(-1)
+	if unflushed {
+		tainted = id
+	}
 	for _, t := range e.im.sortedTopics() {
 		for _, p := range t.Partitions {
 			inISR := slices.Contains(p.ISR, id)
-			if !inISR && p.Leader != id {
+			if !inISR && p.Leader != id && !(unflushed && slices.Contains(p.ELR, id)) {
 				continue
 			}
-			isr := p.ISR
-			if inISR && len(isr) > 1 {
-				isr = without(isr, id)
+			next := p
+			if inISR && len(p.ISR) > 1 {
+				next.ISR = without(p.ISR, id)
 			}
-			leader := p.Leader
-			if leader == id {
-				leader = e.im.electFrom(p.Replicas, isr, id)
+			if p.Leader == id {
+				next.Leader, next.ISR = e.im.electClean(p, next.ISR, id)
 			}
-			if np, ok := withState(p, leader, isr, p.LeaderRecoveryState); ok {
+			if unflushed {
+				next = dropUnflushed(e.im, next, id)
+			}
+			if np, ok := e.im.finish(t, p, next, tainted); ok {
 				e.put(t, np)
 			}
 		}
@@ -152,27 +150,27 @@ func drainFromPartitions(e *partitionEdit, id int32) {
 			case len(others) == 0:
 				continue // the only ISR member of an offline partition
 			}
-			if np, ok := withState(p, leader, others, p.LeaderRecoveryState); ok {
+			if np, ok := e.im.withState(t, p, leader, others, p.LeaderRecoveryState); ok {
 				e.put(t, np)
 			}
 		}
 	}
 }
 
-// electOffline gives every offline partition whose ISR holds broker id
-// (just made eligible) a leader by the election rule (Kafka's
+// electOffline gives every offline partition whose ISR or ELR holds
+// broker id (just made eligible) a leader by the election rule (Kafka's
 // handleBrokerUnfenced).
 func electOffline(e *partitionEdit, id int32) {
 	for _, t := range e.im.sortedTopics() {
 		for _, p := range t.Partitions {
-			if p.Leader != -1 || !slices.Contains(p.ISR, id) {
+			if p.Leader != -1 || !slices.Contains(p.ISR, id) && !slices.Contains(p.ELR, id) {
 				continue
 			}
-			leader := e.im.electFrom(p.Replicas, p.ISR, -1)
+			leader, isr := e.im.electClean(p, p.ISR, -1)
 			if leader == -1 {
 				continue
 			}
-			if np, ok := withState(p, leader, p.ISR, p.LeaderRecoveryState); ok {
+			if np, ok := e.im.withState(t, p, leader, isr, p.LeaderRecoveryState); ok {
 				e.put(t, np)
 			}
 		}

@@ -66,7 +66,7 @@ func (c *Controller) ensureClusterID(ctx context.Context) error {
 		}
 		id = FormatUUID(u)
 	}
-	_, err := c.propose(ctx, cmdBootstrap, bootstrapCmd{ClusterID: id})
+	_, err := c.propose(ctx, cmdBootstrap, bootstrapCmd{ClusterID: id, MinISR: c.cfg.DefaultMinISR})
 	return err
 }
 

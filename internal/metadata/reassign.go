@@ -91,7 +91,7 @@ func (im *Image) reassignOne(r reassignmentRef) (*Topic, Partition, bool, error)
 	if err != nil {
 		return nil, p, false, err
 	}
-	np, changed := im.settle(p, next)
+	np, changed := im.settle(t, p, next)
 	return t, np, changed, nil
 }
 
@@ -165,8 +165,16 @@ func (im *Image) revert(topic string, p Partition, allowUnclean bool) (Partition
 // file), then bumps the epochs from prev's: the partition epoch on any
 // change, the leader epoch on a change of leader. changed is false, and
 // prev returned, when nothing differs.
-func (im *Image) settle(prev, next Partition) (Partition, bool) {
-	next = im.complete(next)
+func (im *Image) settle(t *Topic, prev, next Partition) (Partition, bool) {
+	return im.finish(t, prev, im.complete(next), -1)
+}
+
+// finish gives next, a change of prev, its ELR (nextELR) and epochs: the
+// partition epoch is bumped on any change and the leader epoch when the
+// leader changes (to -1 included, as in Kafka). changed is false, and prev
+// returned, when nothing differs.
+func (im *Image) finish(t *Topic, prev, next Partition, tainted int32) (Partition, bool) {
+	next.ELR = im.nextELR(t, prev, next, tainted)
 	if samePartitionState(prev, next) {
 		return prev, false
 	}
@@ -211,7 +219,8 @@ func (im *Image) complete(p Partition) Partition {
 func samePartitionState(a, b Partition) bool {
 	return a.Leader == b.Leader && a.LeaderRecoveryState == b.LeaderRecoveryState &&
 		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR) &&
-		slices.Equal(a.AddingReplicas, b.AddingReplicas) && slices.Equal(a.RemovingReplicas, b.RemovingReplicas)
+		slices.Equal(a.AddingReplicas, b.AddingReplicas) && slices.Equal(a.RemovingReplicas, b.RemovingReplicas) &&
+		slices.Equal(a.ELR, b.ELR)
 }
 
 // minus returns the members of a not in b, in a's order (a new slice; nil

@@ -27,9 +27,11 @@ const oldestSnapshotVersion = 1
 
 // snapshotFile is the JSON form of a whole Image, in a deterministic order.
 type snapshotFile struct {
-	Version        int      `json:"version"`
-	Index          uint64   `json:"index"`
-	ClusterID      string   `json:"clusterId"`
+	Version   int    `json:"version"`
+	Index     uint64 `json:"index"`
+	ClusterID string `json:"clusterId"`
+	// DefaultMinISR: the bootstrap's min.insync.replicas (0 if unknown).
+	DefaultMinISR  int32    `json:"defaultMinIsr,omitempty"`
 	NextProducerID int64    `json:"nextProducerId"`
 	Brokers        []Broker `json:"brokers"`
 	Topics         []*Topic `json:"topics"`
@@ -44,6 +46,7 @@ func encodeSnapshot(w io.Writer, im *Image) error {
 		Version:        snapshotVersion,
 		Index:          im.index,
 		ClusterID:      im.clusterID,
+		DefaultMinISR:  im.defaultMinISR,
 		NextProducerID: im.nextProducerID,
 		Brokers:        im.Brokers(),
 		BrokerConfigs:  im.brokerConfigs,
@@ -74,6 +77,7 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 	im := emptyImage()
 	im.index = s.Index
 	im.clusterID = s.ClusterID
+	im.defaultMinISR = s.DefaultMinISR
 	im.nextProducerID = s.NextProducerID
 	for _, b := range s.Brokers {
 		if _, dup := im.brokers[b.ID]; dup {
