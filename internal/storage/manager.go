@@ -82,6 +82,10 @@ type ManagerConfig struct {
 	// stands for a failed fsync. For tests only: the broker sets it from
 	// WEIR_TEST_ROLL_FLUSH_GATE (cmd/weir).
 	BeforeRollFlush func(dir string, target int64) error
+
+	// BootID is this machine boot's id (boot.go); "" reads Linux's
+	// boot_id. Tests set another to stand for a reboot.
+	BootID string
 }
 
 // managedLog is a log and the index of the log dir holding it.

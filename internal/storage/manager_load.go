@@ -35,6 +35,10 @@ type LoadStats struct {
 	// not shut down cleanly), and RecoveredSegments those segments: each
 	// rescanned from its log's recovery point on.
 	RecoveredLogs, RecoveredSegments int
+	// LostUnflushed says a log dir was not shut down cleanly and the
+	// machine restarted since it was opened (or that cannot be told):
+	// writes not yet flushed then may be lost (boot.go).
+	LostUnflushed bool
 }
 
 // LoadStats says what loading the logs at start took.
@@ -65,11 +69,19 @@ func (m *Manager) loadAll() error {
 		return fmt.Errorf("open log manager: %w", err)
 	}
 	cleanerPoints := m.readCleanerCheckpoints()
+	boot := m.cfg.BootID
+	if boot == "" {
+		boot = currentBoot()
+	}
+	lost := make([]bool, len(m.cfg.Dirs))
 	for i, dir := range m.cfg.Dirs {
 		var err error
 		if jobs[i], err = m.findLogs(i, dir, found, cleanerPoints[i], moved); err != nil {
 			return err
 		}
+		_, err = os.Stat(filepath.Join(dir, cleanShutdownFile))
+		lost[i] = mayHaveLost(dir, err == nil, len(jobs[i]), boot)
+		m.loaded.LostUnflushed = m.loaded.LostUnflushed || lost[i]
 	}
 
 	var wg sync.WaitGroup
@@ -118,7 +130,10 @@ func (m *Manager) loadAll() error {
 		}
 		return err
 	}
-	for _, dir := range m.cfg.Dirs {
+	for i, dir := range m.cfg.Dirs {
+		if err := recordBoot(dir, boot, lost[i]); err != nil {
+			return err
+		}
 		if err := os.Remove(filepath.Join(dir, cleanShutdownFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove clean-shutdown marker in %s: %w", dir, err)
 		}
