@@ -236,6 +236,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("open logs: %w", err)
 	}
+	if b.logs.LoadStats().LostUnflushed {
+		logger.Warn("the logs were not shut down cleanly and the machine has restarted since: writes not yet flushed may be lost; " +
+			"this broker registers as such, so it leaves every ELR and no longer leads as the last ISR member where another replica is eligible")
+	}
 	defer func() {
 		start, n := time.Now(), len(b.logs.Partitions())
 		cerr := b.logs.Close()
@@ -420,11 +424,15 @@ func (b *Broker) register(ctx context.Context, clusterID string) error {
 		Incarnation:   inc,
 		Listeners:     listeners,
 		Rack:          b.opts.Rack,
-		PreviousEpoch: -1,
+		PreviousEpoch: b.logs.BrokerEpoch(),
 	}, b.opts.HeartbeatInterval, b.reconciled.Load, b.log.With("component", "lifecycle"))
 	b.pokes.Store(b.lifecycle)
 	epoch, err := b.lifecycle.Register(ctx)
 	if err != nil {
+		return err
+	}
+	// Named at the next registration, unless the logs lose writes before.
+	if err := b.logs.SetBrokerEpoch(epoch); err != nil {
 		return err
 	}
 	b.fetchers.SetBrokerEpoch(epoch)

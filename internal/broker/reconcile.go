@@ -269,6 +269,9 @@ func (b *Broker) awaitReplicas(ctx context.Context, parts []metadata.Partition) 
 // and follows its leader when this broker is a follower.
 func (b *Broker) ensureReplica(t *metadata.Topic, p metadata.Partition) error {
 	cfg, minISR := b.logConfig(t)
+	// Never below the state machine's value: it counts replicas that left
+	// the ISR below that minimum as holding every committed record (ELR).
+	minISR = max(minISR, b.meta.Image().MinISR(t))
 	tp := storage.TopicPartition{Topic: t.Name, Partition: p.Partition}
 	rp, tr, err := b.replicas.Ensure(tp, cfg, replica.State{
 		LeaderID:       p.Leader,

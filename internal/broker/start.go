@@ -117,6 +117,7 @@ func (b *Broker) openMetadata(clusterID, raftAddr string, join bool) error {
 			MaxPartitions:       o.Config.MaxPartitions,
 		},
 		UncleanLeaderElectionEnable: o.Config.UncleanLeaderElectionEnable,
+		DefaultMinISR:               o.Config.MinInsyncReplicas,
 	})
 	if err != nil {
 		return fmt.Errorf("open metadata: %w", err)

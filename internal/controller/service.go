@@ -148,7 +148,8 @@ func Forwarded(req kmsg.Request) bool {
 //
 // Version notes: BrokerRegistration v0-4 (v2+ log dirs are accepted and
 // ignored; v3+ PreviousBrokerEpoch lets a cleanly stopped broker come
-// back before its old session expires). BrokerHeartbeat v0-1 (offline log
+// back before its old session expires, and one that does not name its
+// last epoch leaves every ELR: KIP-966). BrokerHeartbeat v0-1 (offline log
 // dirs ignored). AlterPartition v0-3 (v0-1 by topic name, v2+ by id, v3+
 // member broker epochs). AllocateProducerIds v0.
 func (s *Service) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
@@ -252,7 +253,10 @@ func (s *Service) register(ctx context.Context, r *kmsg.BrokerRegistrationReques
 			return resp
 		}
 	}
-	reg := metadata.BrokerRegistration{ID: r.BrokerID, Incarnation: r.IncarnationID}
+	reg := metadata.BrokerRegistration{ID: r.BrokerID, Incarnation: r.IncarnationID, PreviousEpoch: -1}
+	if r.Version >= 3 {
+		reg.PreviousEpoch = r.PreviousBrokerEpoch
+	}
 	if r.Rack != nil {
 		reg.Rack = *r.Rack
 	}
