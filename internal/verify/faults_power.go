@@ -3,6 +3,7 @@ package verify
 import (
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -39,6 +40,9 @@ import (
 // the roll's flush) is kept, removed, cut short or zeroed. Indexes,
 // leader-epoch-checkpoint and the other checkpoints (written with an
 // fsync) are left as they are: they may describe records that are gone.
+// The machine restarts, so the boot the log dir was opened in is no longer
+// the current one: its boot record is removed, as a new boot id would make
+// it stale, and the node registers as having lost unflushed writes.
 func loseUnflushed(logDir string, topics []string, rng *rand.Rand) (string, error) {
 	rps, err := checkpoint.ReadOffsets(filepath.Join(logDir, "recovery-point-offset-checkpoint"))
 	if err != nil {
@@ -68,6 +72,9 @@ func loseUnflushed(logDir string, topics []string, rng *rand.Rand) (string, erro
 			lost = append(lost, e.Name()+what)
 			total += n
 		}
+	}
+	if err := os.Remove(filepath.Join(logDir, ".weir_boot")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("power loss: %w", err)
 	}
 	slices.Sort(lost)
 	return fmt.Sprintf("power loss: %d unflushed bytes gone from %d partitions (%s)", total, len(lost), strings.Join(lost, " ")), nil
