@@ -20,6 +20,7 @@ var supported = map[int16][2]int16{
 	kmsg.Fetch.Int16():                   {4, 17},
 	kmsg.ListOffsets.Int16():             {0, 10},
 	kmsg.Metadata.Int16():                {0, 13},
+	kmsg.DescribeTopicPartitions.Int16(): {0, 0},
 	kmsg.OffsetForLeaderEpoch.Int16():    {0, 4},
 	kmsg.CreateTopics.Int16():            {0, 7},
 	kmsg.DeleteTopics.Int16():            {0, 6},
@@ -153,6 +154,8 @@ func (b *Broker) Handle(ctx context.Context, rc *server.RequestContext, req kmsg
 		return b.handleOffsetDelete(ctx, r)
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		return b.handleConsumerGroupHeartbeat(ctx, rc, r)
+	case *kmsg.DescribeTopicPartitionsRequest:
+		return b.handleDescribeTopicPartitions(r), nil
 	case *kmsg.ConsumerGroupDescribeRequest:
 		return b.handleConsumerGroupDescribe(ctx, r)
 	default:

@@ -157,7 +157,7 @@ func topicMetadata(img *metadata.Image, t *metadata.Topic, version int16) kmsg.M
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
-	mt.IsInternal = name == "__consumer_offsets" || name == "__transaction_state"
+	mt.IsInternal = isInternalTopic(name)
 	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch

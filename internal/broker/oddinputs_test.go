@@ -62,6 +62,12 @@ func TestOddButValidInputs(t *testing.T) {
 	cp.ValidateOnly = true
 	add(cp, 3)
 
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dtp.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: ""}, {Topic: "odd"}}
+	dtp.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "odd", Partition: 1<<31 - 1}
+	dtp.ResponsePartitionLimit = 1<<31 - 1
+	add(dtp, 0)
+
 	dcl := kmsg.NewPtrDescribeClusterRequest()
 	dcl.EndpointType = -1
 	add(dcl, 1)

@@ -87,6 +87,10 @@ func FuzzParseRequest(f *testing.F) {
 	seed(fetch, 13)
 	seed(kmsg.NewPtrCreateTopicsRequest(), 5)
 	seed(kmsg.NewPtrJoinGroupRequest(), 9)
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dtp.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "t"}}
+	dtp.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "t", Partition: 3}
+	seed(dtp, 0)
 	f.Add([]byte{})
 	f.Add(bytes.Repeat([]byte{0xff}, 32))
 	f.Add(append(binary.BigEndian.AppendUint16([]byte{0, 3, 0, 9, 0, 0, 0, 1}, 0xffff), 0xff, 0xff, 0xff, 0xff, 0x0f))
