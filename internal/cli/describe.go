@@ -17,9 +17,10 @@ import (
 //	Topic: x	TopicId: ...	PartitionCount: N	ReplicationFactor: R	Configs: k=v,...
 //		Topic: x	Partition: 0	Leader: 1	Replicas: 1	Isr: 1
 //
-// Only configs set on the topic itself are listed, as Kafka does; defaults
+// Offline replicas and eligible leader replicas (Elr) are added to a
+// partition's line where it has any. Only configs set on the topic itself are listed, as Kafka does; defaults
 // inherited from the broker are left out.
-func writeTopicDescription(w io.Writer, d kadm.TopicDetail, configs []kadm.Config) error {
+func writeTopicDescription(w io.Writer, d kadm.TopicDetail, configs []kadm.Config, elr elrs) error {
 	parts := d.Partitions.Sorted()
 	rf := 0
 	if len(parts) > 0 {
@@ -39,6 +40,9 @@ func writeTopicDescription(w io.Writer, d kadm.TopicDetail, configs []kadm.Confi
 		if len(p.OfflineReplicas) > 0 {
 			line += "\tOffline: " + joinInt32s(p.OfflineReplicas)
 		}
+		if e := elr.of(d.Topic, p.Partition); len(e) > 0 {
+			line += "\tElr: " + joinInt32s(e)
+		}
 		if _, err := io.WriteString(w, line+"\n"); err != nil {
 			return err
 		}
@@ -48,10 +52,10 @@ func writeTopicDescription(w io.Writer, d kadm.TopicDetail, configs []kadm.Confi
 
 // writeTopicDescriptions prints each topic in kafka-topics --describe
 // layout, or all of them as one JSON array (--output json).
-func writeTopicDescriptions(w io.Writer, format string, ds []kadm.TopicDetail, configs map[string][]kadm.Config) error {
+func writeTopicDescriptions(w io.Writer, format string, ds []kadm.TopicDetail, configs map[string][]kadm.Config, elr elrs) error {
 	if format != outputJSON {
 		for _, d := range ds {
-			if err := writeTopicDescription(w, d, configs[d.Topic]); err != nil {
+			if err := writeTopicDescription(w, d, configs[d.Topic], elr); err != nil {
 				return err
 			}
 		}
@@ -68,7 +72,9 @@ func writeTopicDescriptions(w io.Writer, format string, ds []kadm.TopicDetail, c
 			j.ReplicationFactor = len(parts[0].Replicas)
 		}
 		for _, p := range parts {
-			j.Partitions = append(j.Partitions, toPartitionJSON(p))
+			pj := toPartitionJSON(p)
+			pj.ELR = elr.of(d.Topic, p.Partition)
+			j.Partitions = append(j.Partitions, pj)
 		}
 		docs = append(docs, j)
 	}
@@ -96,6 +102,8 @@ type partitionJSON struct {
 	Replicas        []int32 `json:"replicas"`
 	Isr             []int32 `json:"isr"`
 	OfflineReplicas []int32 `json:"offlineReplicas"`
+	// ELR is the eligible leader replicas, in `topic describe` only.
+	ELR []int32 `json:"elr,omitempty"`
 }
 
 func toPartitionJSON(p kadm.PartitionDetail) partitionJSON {

@@ -33,7 +33,7 @@ func TestWriteTopicDescription(t *testing.T) {
 		{Key: "min.insync.replicas", Value: strp("2"), Source: kmsg.ConfigSourceStaticBrokerConfig},
 	}
 	var buf bytes.Buffer
-	if err := writeTopicDescription(&buf, d, configs); err != nil {
+	if err := writeTopicDescription(&buf, d, configs, nil); err != nil {
 		t.Fatal(err)
 	}
 	want := "Topic: orders\tTopicId: 8PHy8_T19vf4-fr7_P3-_w\tPartitionCount: 3\tReplicationFactor: 3\tConfigs: cleanup.policy=compact,segment.bytes=1048576\n" +
@@ -51,7 +51,7 @@ func TestWriteTopicDescriptionSinglePartitionNoConfigs(t *testing.T) {
 		Partitions: kadm.PartitionDetails{0: {Partition: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}},
 	}
 	var buf bytes.Buffer
-	if err := writeTopicDescription(&buf, d, nil); err != nil {
+	if err := writeTopicDescription(&buf, d, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	want := "Topic: t\tTopicId: AAAAAAAAAAAAAAAAAAAAAA\tPartitionCount: 1\tReplicationFactor: 1\tConfigs: \n" +

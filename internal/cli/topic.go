@@ -163,18 +163,20 @@ func newTopicDescribeCmd(cf *clientFlags) *cobra.Command {
 		Use:   "describe [NAME...]",
 		Short: "Show partitions, leaders, replicas, ISR and configs (all topics if none named)",
 		Long: `Show each topic (all topics if none is named) and its partitions: leader,
-replicas and in-sync replicas, as kafka-topics --describe does. With a
+replicas and in-sync replicas, as kafka-topics --describe does, with the
+offline replicas (Offline:) and eligible leader replicas (Elr:, KIP-966)
+of partitions that have any. With a
 filter flag, only the partitions it selects are printed, one per line.
 Internal topics (__consumer_offsets) are included unless --exclude-internal.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(*output); err != nil {
 				return err
 			}
-			return withAdmin(cmd, cf, func(ctx context.Context, adm *kadm.Client) error {
+			return withAdminClient(cmd, cf, func(ctx context.Context, p *kadmPair) error {
 				if f.any() {
-					return describeFiltered(ctx, adm, cmd.OutOrStdout(), *output, args, f, excludeInternal)
+					return describeFiltered(ctx, p.adm, cmd.OutOrStdout(), *output, args, f, excludeInternal)
 				}
-				return describeTopics(ctx, adm, cmd.OutOrStdout(), *output, args, excludeInternal)
+				return describeTopics(ctx, p, cmd.OutOrStdout(), *output, args, excludeInternal)
 			})
 		},
 	}
@@ -240,7 +242,8 @@ func describeFiltered(ctx context.Context, adm *kadm.Client, out io.Writer, form
 // not (unknown topics, config lookups that failed) in the returned error.
 // Internal topics are described too, as kafka-topics does, unless
 // excludeInternal.
-func describeTopics(ctx context.Context, adm *kadm.Client, out io.Writer, format string, names []string, excludeInternal bool) error {
+func describeTopics(ctx context.Context, p *kadmPair, out io.Writer, format string, names []string, excludeInternal bool) error {
+	adm := p.adm
 	topics, err := adm.ListTopicsWithInternal(ctx, names...)
 	if err != nil {
 		return fmt.Errorf("describe topics: %w", err)
@@ -275,7 +278,11 @@ func describeTopics(ctx context.Context, adm *kadm.Client, out io.Writer, format
 	for i, name := range found {
 		details[i] = topics[name]
 	}
-	if err := writeTopicDescriptions(out, format, details, configs); err != nil {
+	elr, err := describeELRs(ctx, p.raw, found)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := writeTopicDescriptions(out, format, details, configs, elr); err != nil {
 		return err
 	}
 	return joinLine(errs)

@@ -16,6 +16,18 @@ import (
 // given topics; nil topics: all), asked once without retries, so that a
 // test sees what that node believes rather than what a client converged on.
 func metadataOf(addr string, topics []kmsg.MetadataRequestTopic) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = topics
+	resp, err := RequestTo(addr, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.MetadataResponse), nil
+}
+
+// RequestTo sends req to the broker at addr itself (not to whichever
+// broker a client would route it to), without retries, within 5 s.
+func RequestTo(addr string, req kmsg.Request) (kmsg.Response, error) {
 	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
 		return nil, err
@@ -28,13 +40,7 @@ func metadataOf(addr string, topics []kmsg.MetadataRequestTopic) (*kmsg.Metadata
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	req.Topics = topics
-	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.MetadataResponse), nil
+	return cl.SeedBrokers()[0].Request(ctx, req)
 }
 
 // TopicMetadata is a topic's partitions as this node's own Metadata
