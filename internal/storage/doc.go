@@ -8,6 +8,8 @@
 //	<log.dir>/recovery-point-offset-checkpoint  "topic partition offset" lines
 //	<log.dir>/log-start-offset-checkpoint
 //	<log.dir>/cleaner-offset-checkpoint          first dirty offset of compacted logs
+//	<log.dir>/.weir_boot                         kernel boot id the dir was opened in (boot.go)
+//	<log.dir>/.weir_broker_epoch                 broker epoch of the incarnation serving it
 //	<log.dir>/<topic>-<partition>/
 //	    00000000000000000000.log        record batches (magic v2), back to back
 //	    00000000000000000000.index      sparse offset index
