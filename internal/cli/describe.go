@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-project/weir/internal/elr"
 )
 
 // writeTopicDescription prints one topic in kafka-topics --describe layout:
@@ -20,7 +22,7 @@ import (
 // Offline replicas and eligible leader replicas (Elr) are added to a
 // partition's line where it has any. Only configs set on the topic itself are listed, as Kafka does; defaults
 // inherited from the broker are left out.
-func writeTopicDescription(w io.Writer, d kadm.TopicDetail, configs []kadm.Config, elr elrs) error {
+func writeTopicDescription(w io.Writer, d kadm.TopicDetail, configs []kadm.Config, elrs elr.Map) error {
 	parts := d.Partitions.Sorted()
 	rf := 0
 	if len(parts) > 0 {
@@ -40,7 +42,7 @@ func writeTopicDescription(w io.Writer, d kadm.TopicDetail, configs []kadm.Confi
 		if len(p.OfflineReplicas) > 0 {
 			line += "\tOffline: " + joinInt32s(p.OfflineReplicas)
 		}
-		if e := elr.of(d.Topic, p.Partition); len(e) > 0 {
+		if e := elrs.Of(d.Topic, p.Partition); len(e) > 0 {
 			line += "\tElr: " + joinInt32s(e)
 		}
 		if _, err := io.WriteString(w, line+"\n"); err != nil {
@@ -52,10 +54,10 @@ func writeTopicDescription(w io.Writer, d kadm.TopicDetail, configs []kadm.Confi
 
 // writeTopicDescriptions prints each topic in kafka-topics --describe
 // layout, or all of them as one JSON array (--output json).
-func writeTopicDescriptions(w io.Writer, format string, ds []kadm.TopicDetail, configs map[string][]kadm.Config, elr elrs) error {
+func writeTopicDescriptions(w io.Writer, format string, ds []kadm.TopicDetail, configs map[string][]kadm.Config, elrs elr.Map) error {
 	if format != outputJSON {
 		for _, d := range ds {
-			if err := writeTopicDescription(w, d, configs[d.Topic], elr); err != nil {
+			if err := writeTopicDescription(w, d, configs[d.Topic], elrs); err != nil {
 				return err
 			}
 		}
@@ -73,7 +75,7 @@ func writeTopicDescriptions(w io.Writer, format string, ds []kadm.TopicDetail, c
 		}
 		for _, p := range parts {
 			pj := toPartitionJSON(p)
-			pj.ELR = elr.of(d.Topic, p.Partition)
+			pj.ELR = elrs.Of(d.Topic, p.Partition)
 			j.Partitions = append(j.Partitions, pj)
 		}
 		docs = append(docs, j)

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-project/weir/internal/elr"
 )
 
 // adminSlack is how much longer than the broker-side request timeout we
@@ -278,11 +280,11 @@ func describeTopics(ctx context.Context, p *kadmPair, out io.Writer, format stri
 	for i, name := range found {
 		details[i] = topics[name]
 	}
-	elr, err := describeELRs(ctx, p.raw, found)
+	elrs, err := elr.Describe(ctx, p.raw, found)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if err := writeTopicDescriptions(out, format, details, configs, elr); err != nil {
+	if err := writeTopicDescriptions(out, format, details, configs, elrs); err != nil {
 		return err
 	}
 	return joinLine(errs)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/weir-project/weir/internal/elr"
 )
 
 func kadmHostPort(host string, port int32) string {
@@ -20,9 +22,10 @@ type partitionRow struct {
 	Replicas  []int32
 	ISR       []int32
 	Offline   []int32
-	Start     int64 // log start offset, -1 unknown
-	End       int64 // log end offset (high watermark), -1 unknown
-	Size      int64 // bytes on the leader, -1 unknown
+	ELR       []int32 // eligible leader replicas (KIP-966)
+	Start     int64   // log start offset, -1 unknown
+	End       int64   // log end offset (high watermark), -1 unknown
+	Size      int64   // bytes on the leader, -1 unknown
 	Err       string
 }
 
@@ -166,6 +169,11 @@ func (s *Server) topic(w http.ResponseWriter, r *http.Request) {
 	d := topicData{Name: name, ID: td.ID.String(), Internal: td.IsInternal, Size: -1}
 	for _, p := range td.Partitions.Sorted() {
 		d.Partitions = append(d.Partitions, newPartitionRow(p))
+	}
+	if elrs, err := elr.Describe(ctx, s.cfg.Client, []string{name}); err == nil {
+		for i := range d.Partitions {
+			d.Partitions[i].ELR = elrs.Of(name, d.Partitions[i].Partition)
+		}
 	}
 	starts, _ := s.adm.ListStartOffsets(ctx, name)
 	ends, _ := s.adm.ListEndOffsets(ctx, name)

@@ -3,6 +3,9 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -78,7 +81,7 @@ func waitELR(t *testing.T, c *harness.Cluster, topic string, want elrView) {
 
 // TestELRDescribed: the eligible leader replicas are kept by the rules of
 // KIP-966 and shown by DescribeTopicPartitions (a franz-go kmsg request)
-// and by `weir topic describe`. One node is down at a time, so the
+// by `weir topic describe` and by the console's topic page. One node is down at a time, so the
 // metadata quorum (all three nodes) stays up.
 //
 // Replicas {1, 2, 3}, min.insync.replicas 2. Node 3 stops: the ISR {1, 2}
@@ -89,7 +92,7 @@ func waitELR(t *testing.T, c *harness.Cluster, topic string, want elrView) {
 // and node 2 holds everything committed: the ELR is {2}. The minimum is
 // lowered to 2 again: the ISR has it, and the ELR is emptied.
 func TestELRDescribed(t *testing.T) {
-	c := harness.StartCluster(t, 3, "auto.leader.rebalance.enable=false")
+	c := harness.StartCluster(t, 3, "auto.leader.rebalance.enable=false", "console.listener=http://127.0.0.1:0")
 	guardNodes(t, c)
 	const topic = "elr-described"
 	createAssignedTopic(t, c, topic, [][]int32{{1, 2, 3}}, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")})
@@ -122,6 +125,10 @@ func TestELRDescribed(t *testing.T) {
 		!slices.Equal(docs[0].Partitions[0].ELR, []int32{2}) {
 		t.Fatalf("weir topic describe --output json: %v\n%s", err, js)
 	}
+	// ISR, offline and ELR cells of the partition's row.
+	if page := consoleTopicPage(t, c.Node(1), topic); !strings.Contains(page, "<td>1, 3</td><td>2</td><td>2</td>") {
+		t.Fatalf("the console's topic page does not show the ELR:\n%s", page)
+	}
 
 	minISR(2)
 	waitELR(t, c, topic, elrView{1, []int32{1, 3}, []int32{}})
@@ -130,4 +137,23 @@ func TestELRDescribed(t *testing.T) {
 	if out := harness.RunCLI(t, c.Node(1), "topic", "describe", topic); strings.Contains(out, "Elr:") {
 		t.Fatalf("an empty ELR is shown:\n%s", out)
 	}
+}
+
+// consoleTopicPage is the HTML of topic's page in b's console.
+func consoleTopicPage(t *testing.T, b *harness.Broker, topic string) string {
+	t.Helper()
+	m := regexp.MustCompile(`msg="console listening" url=(http://\S+)/`).FindStringSubmatch(b.Output())
+	if m == nil {
+		t.Fatalf("no console address in the broker's log:\n%s", b.Output())
+	}
+	resp, err := http.Get(m[1] + "/topics/" + topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("console topic page: %s, %v\n%s", resp.Status, err, body)
+	}
+	return string(body)
 }

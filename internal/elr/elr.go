@@ -1,4 +1,7 @@
-package cli
+// Package elr reads partitions' eligible leader replicas (KIP-966) from a
+// cluster, for the CLI and the console: DescribeTopicPartitions is the
+// one answer that carries them.
+package elr
 
 import (
 	"context"
@@ -10,16 +13,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// elrs is the eligible leader replicas (KIP-966) of the partitions that
-// have any, by topic and partition; nil when the cluster does not tell.
-type elrs map[string]map[int32][]int32
+// Map is the eligible leader replicas of the partitions that have any, by
+// topic and partition; nil when the cluster does not tell.
+type Map map[string]map[int32][]int32
 
-func (e elrs) of(topic string, partition int32) []int32 { return e[topic][partition] }
+// Of is one partition's eligible leader replicas (none: nil).
+func (m Map) Of(topic string, partition int32) []int32 { return m[topic][partition] }
 
-// describeELRs pages through DescribeTopicPartitions for topics (found to
+// Describe pages through DescribeTopicPartitions for topics (found to
 // exist already), the only answer that carries the ELR. A cluster that
 // does not serve it (Kafka before 3.7) has no ELR to show: nil, no error.
-func describeELRs(ctx context.Context, cl *kgo.Client, topics []string) (elrs, error) {
+func Describe(ctx context.Context, cl *kgo.Client, topics []string) (Map, error) {
 	if len(topics) == 0 {
 		return nil, nil
 	}
@@ -32,7 +36,7 @@ func describeELRs(ctx context.Context, cl *kgo.Client, topics []string) (elrs, e
 	}) {
 		return nil, nil
 	}
-	out := elrs{}
+	out := Map{}
 	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
 	for _, name := range topics {
 		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
@@ -62,6 +66,9 @@ func describeELRs(ctx context.Context, cl *kgo.Client, topics []string) (elrs, e
 		nc := resp.NextCursor
 		if nc == nil {
 			return out, nil
+		}
+		if c := req.Cursor; c != nil && c.Topic == nc.Topic && c.Partition == nc.Partition {
+			return nil, fmt.Errorf("describe topic partitions: the answer to cursor %s/%d points at itself", nc.Topic, nc.Partition)
 		}
 		req.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: nc.Topic, Partition: nc.Partition}
 	}
