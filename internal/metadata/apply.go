@@ -49,6 +49,8 @@ func applyCommand(im *Image, index uint64, data []byte) (*Image, applyResult) {
 		res.err = applyRegisterController(next, c)
 	case *bootstrapCmd:
 		res.err = applyBootstrap(next, c)
+	case *staticDefaultsCmd:
+		res.err = applyStaticDefaults(next, c)
 	case *registerBrokerCmd:
 		res.brokerEpoch, res.err = applyRegisterBroker(next, index, c)
 	case *createTopicCmd:
@@ -95,6 +97,21 @@ func applyBootstrap(im *Image, c *bootstrapCmd) error {
 		im.defaultMinISR = max(c.MinISR, 0)
 	}
 	return nil // a second bootstrap keeps the first id and default
+}
+
+// applyStaticDefaults replaces the recorded static min.insync.replicas.
+// A lower minimum may be met by ISRs that were below the old one: their
+// ELRs are emptied, as after a topic's own minimum is lowered. A higher
+// one leaves every ELR valid: its members left an ISR below the old
+// minimum, so below the new one too, and the high watermark has not moved
+// since.
+func applyStaticDefaults(im *Image, c *staticDefaultsCmd) error {
+	if c.MinISR < 1 {
+		return fmt.Errorf("%w: static min.insync.replicas %d below 1", ErrInvalidConfig, c.MinISR)
+	}
+	im.defaultMinISR = c.MinISR
+	clearSatisfiedELRs(im)
+	return nil
 }
 
 // newPartitions builds fresh partitions numbered from first, epochs 0: the

@@ -13,6 +13,7 @@ type cmdType string
 
 const (
 	cmdBootstrap           cmdType = "bootstrap"
+	cmdStaticDefaults      cmdType = "static_defaults"
 	cmdRegisterBroker      cmdType = "register_broker"
 	cmdCreateTopic         cmdType = "create_topic"
 	cmdDeleteTopic         cmdType = "delete_topic"
@@ -38,6 +39,15 @@ type bootstrapCmd struct {
 	// default of topics that set none (0: unknown; logs written before
 	// eligible leader replicas existed).
 	MinISR int32 `json:"minIsr,omitempty"`
+}
+
+// staticDefaultsCmd records the active controller's static
+// min.insync.replicas as the default of topics that set none, when it
+// differs from the one recorded: an operator who changes it in the
+// controllers' server.properties expects it to apply, as in Kafka, where
+// the controller resolves it from its own configuration.
+type staticDefaultsCmd struct {
+	MinISR int32 `json:"minIsr"`
 }
 
 // registerBrokerCmd registers b. The state machine decides its epoch and
@@ -127,6 +137,8 @@ func decodeCommand(b []byte) (cmdType, any, error) {
 	switch env.Type {
 	case cmdBootstrap:
 		payload = &bootstrapCmd{}
+	case cmdStaticDefaults:
+		payload = &staticDefaultsCmd{}
 	case cmdRegisterBroker:
 		payload = &registerBrokerCmd{}
 	case cmdCreateTopic:

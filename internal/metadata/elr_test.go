@@ -132,3 +132,23 @@ func TestELRUsesBootstrapMinISR(t *testing.T) {
 		t.Fatalf("MinISR = %d, want 2", got)
 	}
 }
+
+// A new static default (a controller restarted with another
+// min.insync.replicas) applies to topics that set none; lowering it to
+// what an ISR has empties that partition's ELR.
+func TestELRStaticDefaultChanged(t *testing.T) {
+	m := &machine{t: t, im: emptyImage()}
+	m.ok(cmdBootstrap, bootstrapCmd{ClusterID: "AAAAAAAAAAAAAAAAAAAAAA", MinISR: 2})
+	epochs := m.live(1, 2)
+	m.topic("t", 1, []int32{1, 2})
+	m.ok(cmdFenceBroker, fenceBrokerCmd{brokerRef{2, epochs[2]}})
+	m.wantELR("t", 0, 2)
+	m.ok(cmdStaticDefaults, staticDefaultsCmd{MinISR: 3})
+	m.wantELR("t", 0, 2)
+	m.ok(cmdStaticDefaults, staticDefaultsCmd{MinISR: 1})
+	m.wantELR("t", 0)
+	if got := m.im.MinISR(m.im.topics["t"]); got != 1 {
+		t.Fatalf("MinISR = %d, want 1", got)
+	}
+	m.fails(ErrInvalidConfig, cmdStaticDefaults, staticDefaultsCmd{MinISR: 0})
+}

@@ -24,6 +24,7 @@ func FuzzApplyCommand(f *testing.F) {
 		{cmdElectLeaders, electLeadersCmd{Type: ElectPreferred, Partitions: []partitionRef{{TopicID: [16]byte{1}, Partition: 1}}}},
 		{cmdElectLeaders, electLeadersCmd{Type: ElectUnclean, Partitions: []partitionRef{{TopicID: [16]byte{1}}, {TopicID: [16]byte{2}, Partition: -1}}}},
 		{cmdBootstrap, bootstrapCmd{ClusterID: "x"}},
+		{cmdStaticDefaults, staticDefaultsCmd{MinISR: 2}},
 		{cmdRegisterBroker, registerBrokerCmd{Broker: Broker{ID: 3, Host: "h", Port: 9092, Endpoints: []Endpoint{{Listener: "PLAINTEXT", Host: "h", Port: 9092}}}}},
 		{cmdCreateTopic, createTopicCmd{Name: "new", ID: [16]byte{7}, Assignments: [][]int32{{1}, {2, 1}}}},
 		{cmdCreateTopic, createTopicCmd{Name: "new", ID: [16]byte{7}, Assignments: [][]int32{{1, 2}}, Configs: map[string]string{"k": "v"}}},

@@ -356,10 +356,26 @@ func (md *model) run(steps int) {
 			md.alter()
 		case r < 18:
 			md.elect()
-		default:
+		case r < 19 || md.rng.IntN(4) > 0:
 			md.create()
+		default:
+			md.staticDefaults()
 		}
 	}
+}
+
+// staticDefaults is a new active controller whose static
+// min.insync.replicas differs (0: one that is refused).
+func (md *model) staticDefaults() {
+	n := int32(md.rng.IntN(4))
+	res := md.step(cmdStaticDefaults, staticDefaultsCmd{MinISR: n})
+	if n == 0 {
+		if res.err == nil {
+			md.t.Fatalf("step %d: static min.insync.replicas 0 accepted", md.idx)
+		}
+		return
+	}
+	md.want("static defaults", res.err, nil)
 }
 
 func TestModelRandomClusterHistory(t *testing.T) {

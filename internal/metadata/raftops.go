@@ -40,6 +40,9 @@ func (c *Controller) watchLeadership(ctx context.Context) {
 			if err := c.ensureClusterID(ctx); err != nil && ctx.Err() == nil {
 				c.log.Warn("record cluster id", "err", err)
 			}
+			if err := c.ensureStaticDefaults(ctx); err != nil && ctx.Err() == nil {
+				c.log.Warn("record static defaults", "err", err)
+			}
 			sweep(true)
 		case <-c.sweep:
 			sweep(true) // the orphan may not have applied yet
@@ -67,6 +70,19 @@ func (c *Controller) ensureClusterID(ctx context.Context) error {
 		id = FormatUUID(u)
 	}
 	_, err := c.propose(ctx, cmdBootstrap, bootstrapCmd{ClusterID: id, MinISR: c.cfg.DefaultMinISR})
+	return err
+}
+
+// ensureStaticDefaults records this controller's static
+// min.insync.replicas when it leads and the image holds another (after
+// ensureClusterID's barrier, so the image is the committed one).
+func (c *Controller) ensureStaticDefaults(ctx context.Context) error {
+	im := c.Image()
+	if c.cfg.DefaultMinISR < 1 || im.ClusterID() == "" || im.defaultMinISR == c.cfg.DefaultMinISR {
+		return nil
+	}
+	c.log.Info("min.insync.replicas default changed", "from", im.defaultMinISR, "to", c.cfg.DefaultMinISR)
+	_, err := c.propose(ctx, cmdStaticDefaults, staticDefaultsCmd{MinISR: c.cfg.DefaultMinISR})
 	return err
 }
 

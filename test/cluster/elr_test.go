@@ -102,3 +102,46 @@ func losePower(t *testing.T, dir, topic string, partition int32, n int) int64 {
 	}
 	return from
 }
+
+// TestStaticMinISRChange: the cluster-wide default of min.insync.replicas
+// is the active controller's static config, as in Kafka, and follows it
+// when it changes. The controllers once recorded it only at the first
+// start, and a leader honours the larger of its own and the recorded one:
+// after every node was restarted with min.insync.replicas lowered from 2
+// to 1, a partition left with one in-sync replica still refused acks=all
+// writes, and its high watermark stayed where it was.
+func TestStaticMinISRChange(t *testing.T) {
+	c := harness.StartCluster(t, 3, "auto.leader.rebalance.enable=false", "min.insync.replicas=2")
+	guardNodes(t, c)
+	const topic = "static-min-isr"
+	createAssignedTopic(t, c, topic, [][]int32{{1, 2}}, nil)
+	acked := produceSyncEach(t, acksAllProducer(c), topic, "a", "b")
+
+	// A rolling restart with the lower minimum.
+	for _, b := range c.Nodes {
+		for i, o := range b.Overrides {
+			if o == "min.insync.replicas=2" {
+				b.Overrides[i] = "min.insync.replicas=1"
+			}
+		}
+		b.Stop()
+		b.Restart()
+	}
+	c.WaitPartition(topic, 0, opTimeout, "a full ISR again", func(st harness.PartitionState) bool {
+		return st.Leader >= 1 && len(st.ISR) == 2
+	})
+	leader := c.Leader(topic, 0, opTimeout)
+	other := c.Node(1)
+	if leader == other {
+		other = c.Node(2)
+	}
+	other.Kill()
+	c.WaitPartition(topic, 0, opTimeout, "one replica in sync", func(st harness.PartitionState) bool {
+		return len(st.ISR) == 1
+	})
+	// Committed with one replica in sync: acknowledged, and readable.
+	for v, off := range produceSyncEach(t, acksAllProducer(c), topic, "c", "d") {
+		acked[v] = off
+	}
+	checkAcked(t, readCommitted(t, c, topic, 0, 4), acked, "acks=all")
+}
