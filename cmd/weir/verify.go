@@ -44,9 +44,14 @@ exit status is non-zero on any safety violation.
 
 --unsafe runs with acks=1, unclean.leader.election.enable=true and
 min.insync.replicas=1 and, by default, the "lose" fault, which must make
-the checker find loss. --check re-checks a saved history.`,
+the checker find loss. --check re-checks a saved history.
+
+"cascade", asked for by name with --nodes 5 or more, kills a partition's
+followers one by one as its ISR shrinks, then cuts the power of its
+leader, left alone in the ISR: the case eligible leader replicas exist for.`,
 		Example: `  weir verify --duration 5m --seed 7
   weir verify --duration 90s --faults kill,pause,partition
+  weir verify --nodes 5 --faults cascade,kill,power --duration 3m
   weir verify --unsafe --duration 45s
   weir verify --check weir-verify-7/history.jsonl`,
 		Args:         cobra.NoArgs,
@@ -102,7 +107,7 @@ the checker find loss. --check re-checks a saved history.`,
 	f.IntVar(&o.Nodes, "nodes", 3, "nodes of the local cluster")
 	f.DurationVar(&o.Duration, "duration", 5*time.Minute, "how long the workload and the faults run (longer if needed for each fault to strike once)")
 	f.Int64Var(&o.Seed, "seed", 1, "seed of the schedule and the values")
-	f.StringVar(&faults, "faults", strings.Join(verify.AllFaults, ","), `faults to inject, comma-separated, or "none" (--unsafe: lose)`)
+	f.StringVar(&faults, "faults", strings.Join(verify.AllFaults, ","), `faults to inject, comma-separated, or "none" (--unsafe: lose); also cascade, with --nodes 5 or more`)
 	f.StringVar(&brokers, "brokers", "", "attach to these brokers (host:port,...) instead of starting a cluster")
 	f.BoolVar(&o.Unsafe, "unsafe", false, "acks=1, unclean leader election, min.insync.replicas=1: the checker must find loss")
 	f.BoolVar(&o.Acks1, "acks1-topic", false, "also send with acks=1 to a second topic (reported, not judged)")

@@ -220,6 +220,8 @@ func (n *nemesis) plan(kind string) fault {
 		return &diskFault{n: n}
 	case FaultController:
 		return &killFault{n: n, d: d, controller: true}
+	case FaultCascade:
+		return &cascadeFault{n: n, d: d}
 	case FaultLose:
 		return &loseFault{n: n, d: d}
 	}

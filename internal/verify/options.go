@@ -18,6 +18,11 @@ const (
 	FaultPower      = "power"      // kill -9, and what the node had not fsynced is lost before its restart
 	FaultDiskFull   = "disk-full"  // one node's log dir (a small tmpfs) filled up, then freed
 	FaultController = "controller" // kill -9 of the active controller, then a restart
+	// FaultCascade: the drawn partition's followers killed one by one as
+	// the ISR shrinks, then its leader, alone in the ISR, loses power. It
+	// needs a quorum without two nodes (--nodes 5 or more), so it is not
+	// in a default run.
+	FaultCascade = "cascade"
 	// FaultLose is --unsafe's own: acks=1 writes to a leader cut off from
 	// its followers, which is then killed. Loss is certain.
 	FaultLose = "lose"
@@ -105,8 +110,11 @@ func (o Options) validate() error {
 		return fmt.Errorf("--nodes: at least 3 (replication factor 3), not %d", o.Nodes)
 	}
 	for _, f := range o.Faults {
-		if !slices.Contains(AllFaults, f) && f != FaultLose {
-			return fmt.Errorf("--faults: unknown fault %q (known: %s, %s)", f, strings.Join(AllFaults, ","), FaultLose)
+		if !slices.Contains(AllFaults, f) && f != FaultLose && f != FaultCascade {
+			return fmt.Errorf("--faults: unknown fault %q (known: %s, %s, %s)", f, strings.Join(AllFaults, ","), FaultCascade, FaultLose)
+		}
+		if f == FaultCascade && len(o.Brokers) == 0 && o.Nodes < cascadeNodes {
+			return fmt.Errorf("--faults: %s needs --nodes %d or more (the quorum must outlive two killed followers), not %d", FaultCascade, cascadeNodes, o.Nodes)
 		}
 		if f == FaultLose && !o.Unsafe {
 			return fmt.Errorf("--faults: %s needs --unsafe (it loses acknowledged acks=1 writes on purpose)", FaultLose)

@@ -20,6 +20,7 @@ var faultColors = map[string]string{
 	FaultPower:      "#c9b38f",
 	FaultDiskFull:   "#a6f4c1",
 	FaultController: "#f4a6e0",
+	FaultCascade:    "#8fb3c9",
 	FaultLose:       "#bbbbbb",
 }
 

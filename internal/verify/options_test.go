@@ -1,0 +1,29 @@
+package verify
+
+import (
+	"strings"
+	"testing"
+)
+
+// Faults that cannot run as asked are refused before anything starts,
+// with a line that says why.
+func TestValidateFaults(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string // "" = accepted
+	}{
+		{Options{Faults: []string{FaultKill}}, ""},
+		{Options{Faults: []string{"boom"}}, `unknown fault "boom"`},
+		{Options{Faults: []string{FaultLose}}, "needs --unsafe"},
+		{Options{Faults: []string{FaultCascade}}, "needs --nodes 5 or more"},
+		{Options{Faults: []string{FaultCascade}, Nodes: 5}, ""},
+	} {
+		err := c.o.withDefaults().validate()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v", c.o.Faults, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v: err %v, want %q", c.o.Faults, err, c.want)
+		}
+	}
+}
