@@ -137,3 +137,25 @@ func TestVerifyUnsafe(t *testing.T) {
 	}
 	t.Logf("--unsafe: %d lost, %d inconsistent offsets, %d violations in all", c[verify.KLost], c[verify.KInconsistent], res.Violations)
 }
+
+// TestVerifyCascade: five nodes; a partition's followers are killed one
+// by one as its ISR shrinks, then its leader, alone in the ISR, loses
+// power. The follower killed last is an eligible leader replica (KIP-966)
+// and must lead: nothing acknowledged may be lost. Before eligible
+// leader replicas, the same seed over three minutes found 4,499
+// violations.
+func TestVerifyCascade(t *testing.T) {
+	res, output, code, _ := runVerify(t, 5*time.Minute, "--nodes", "5", "--faults", "cascade", "--duration", "20s", "--seed", "1")
+	if code != 0 || !res.OK() {
+		t.Fatalf("exit %d, %d violations:\n%s", code, res.Violations, output)
+	}
+	if len(res.Errors) > 0 {
+		t.Fatalf("the run went wrong: %v\n%s", res.Errors, output)
+	}
+	if n := res.FaultCounts()[verify.FaultCascade]; n == 0 {
+		t.Fatalf("no cascade fault ran:\n%s", output)
+	}
+	if acked := res.Topics[0].Acked; acked < 500 || res.Topics[0].AckedRead != acked {
+		t.Fatalf("%d acknowledged, %d of them read\n%s", acked, res.Topics[0].AckedRead, output)
+	}
+}
