@@ -33,19 +33,8 @@ func writeTopicDescription(w io.Writer, d kadm.TopicDetail, configs []kadm.Confi
 		return err
 	}
 	for _, p := range parts {
-		leader := "none"
-		if p.Leader >= 0 {
-			leader = strconv.Itoa(int(p.Leader))
-		}
-		line := fmt.Sprintf("\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s",
-			d.Topic, p.Partition, leader, joinInt32s(p.Replicas), joinInt32s(p.ISR))
-		if len(p.OfflineReplicas) > 0 {
-			line += "\tOffline: " + joinInt32s(p.OfflineReplicas)
-		}
-		if e := elrs.Of(d.Topic, p.Partition); len(e) > 0 {
-			line += "\tElr: " + joinInt32s(e)
-		}
-		if _, err := io.WriteString(w, line+"\n"); err != nil {
+		p.Topic = d.Topic // kadm sets it; the description's own name wins
+		if _, err := io.WriteString(w, partitionLine(p, elrs)); err != nil {
 			return err
 		}
 	}
@@ -104,7 +93,7 @@ type partitionJSON struct {
 	Replicas        []int32 `json:"replicas"`
 	Isr             []int32 `json:"isr"`
 	OfflineReplicas []int32 `json:"offlineReplicas"`
-	// ELR is the eligible leader replicas, in `topic describe` only.
+	// ELR is the eligible leader replicas (`topic describe` only).
 	ELR []int32 `json:"elr,omitempty"`
 }
 
@@ -127,19 +116,34 @@ func nonNilInt32s(xs []int32) []int32 {
 	return xs
 }
 
+// partitionLine is one partition in kafka-topics --describe layout, with
+// Offline: and Elr: where it has any.
+func partitionLine(p kadm.PartitionDetail, elrs elr.Map) string {
+	line := fmt.Sprintf("\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s",
+		p.Topic, p.Partition, leaderName(p.Leader), joinInt32s(p.Replicas), joinInt32s(p.ISR))
+	if len(p.OfflineReplicas) > 0 {
+		line += "\tOffline: " + joinInt32s(p.OfflineReplicas)
+	}
+	if e := elrs.Of(p.Topic, p.Partition); len(e) > 0 {
+		line += "\tElr: " + joinInt32s(e)
+	}
+	return line + "\n"
+}
+
 // writePartitionLines prints the partitions a describe filter selected,
 // one kafka-topics line each, or as a JSON array.
-func writePartitionLines(w io.Writer, format string, ps []kadm.PartitionDetail) error {
+func writePartitionLines(w io.Writer, format string, ps []kadm.PartitionDetail, elrs elr.Map) error {
 	if format == outputJSON {
 		docs := make([]partitionJSON, 0, len(ps))
 		for _, p := range ps {
-			docs = append(docs, toPartitionJSON(p))
+			pj := toPartitionJSON(p)
+			pj.ELR = elrs.Of(p.Topic, p.Partition)
+			docs = append(docs, pj)
 		}
 		return printOutput(w, format, nil, docs)
 	}
 	for _, p := range ps {
-		if _, err := fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s\n",
-			p.Topic, p.Partition, leaderName(p.Leader), joinInt32s(p.Replicas), joinInt32s(p.ISR)); err != nil {
+		if _, err := io.WriteString(w, partitionLine(p, elrs)); err != nil {
 			return err
 		}
 	}

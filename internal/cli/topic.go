@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -176,7 +177,7 @@ Internal topics (__consumer_offsets) are included unless --exclude-internal.`,
 			}
 			return withAdminClient(cmd, cf, func(ctx context.Context, p *kadmPair) error {
 				if f.any() {
-					return describeFiltered(ctx, p.adm, cmd.OutOrStdout(), *output, args, f, excludeInternal)
+					return describeFiltered(ctx, p, cmd.OutOrStdout(), *output, args, f, excludeInternal)
 				}
 				return describeTopics(ctx, p, cmd.OutOrStdout(), *output, args, excludeInternal)
 			})
@@ -200,7 +201,8 @@ func (f partitionFilter) any() bool {
 }
 
 // describeFiltered prints the partitions f selects, one line each.
-func describeFiltered(ctx context.Context, adm *kadm.Client, out io.Writer, format string, names []string, f partitionFilter, excludeInternal bool) error {
+func describeFiltered(ctx context.Context, p *kadmPair, out io.Writer, format string, names []string, f partitionFilter, excludeInternal bool) error {
+	adm := p.adm
 	topics, err := adm.ListTopicsWithInternal(ctx, names...)
 	if err != nil {
 		return fmt.Errorf("describe topics: %w", err)
@@ -224,17 +226,25 @@ func describeFiltered(ctx context.Context, adm *kadm.Client, out io.Writer, form
 		}
 	}
 	var sel []kadm.PartitionDetail
+	var selTopics []string
 	for _, name := range found {
-		for _, p := range topics[name].Partitions.Sorted() {
-			if (f.underReplicated && len(p.ISR) < len(p.Replicas)) ||
-				(f.underMinISR && len(p.ISR) < minISR[name]) ||
-				(f.atMinISR && len(p.ISR) == minISR[name]) ||
-				(f.unavailable && p.Leader < 0) {
-				sel = append(sel, p)
+		for _, pd := range topics[name].Partitions.Sorted() {
+			if (f.underReplicated && len(pd.ISR) < len(pd.Replicas)) ||
+				(f.underMinISR && len(pd.ISR) < minISR[name]) ||
+				(f.atMinISR && len(pd.ISR) == minISR[name]) ||
+				(f.unavailable && pd.Leader < 0) {
+				sel = append(sel, pd)
+				if !slices.Contains(selTopics, name) {
+					selTopics = append(selTopics, name)
+				}
 			}
 		}
 	}
-	if err := writePartitionLines(out, format, sel); err != nil {
+	elrs, err := elr.Describe(ctx, p.raw, selTopics)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := writePartitionLines(out, format, sel, elrs); err != nil {
 		return err
 	}
 	return joinLine(errs)

@@ -115,6 +115,10 @@ func TestELRDescribed(t *testing.T) {
 	if !strings.Contains(out, "\tLeader: 1\tReplicas: 1,2,3\tIsr: 1,3\tOffline: 2\tElr: 2\n") {
 		t.Fatalf("weir topic describe does not show the ELR:\n%s", out)
 	}
+	// Where it matters most: the partitions under their minimum.
+	if out := harness.RunCLI(t, c.Node(1), "topic", "describe", topic, "--under-min-isr-partitions"); out != "\tTopic: "+topic+"\tPartition: 0\tLeader: 1\tReplicas: 1,2,3\tIsr: 1,3\tOffline: 2\tElr: 2\n" {
+		t.Fatalf("weir topic describe --under-min-isr-partitions:\n%q", out)
+	}
 	var docs []struct {
 		Partitions []struct {
 			ELR []int32 `json:"elr"`
