@@ -20,8 +20,9 @@ import (
 //		Topic: x	Partition: 0	Leader: 1	Replicas: 1	Isr: 1
 //
 // Offline replicas and eligible leader replicas (Elr) are added to a
-// partition's line where it has any. Only configs set on the topic itself are listed, as Kafka does; defaults
-// inherited from the broker are left out.
+// partition's line where it has any. Only configs set on the topic itself
+// are listed, as Kafka does; defaults inherited from the broker are left
+// out.
 func writeTopicDescription(w io.Writer, d kadm.TopicDetail, configs []kadm.Config, elrs elr.Map) error {
 	parts := d.Partitions.Sorted()
 	rf := 0

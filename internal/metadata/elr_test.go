@@ -120,14 +120,22 @@ func TestELRClearedWhenISRSuffices(t *testing.T) {
 	m2.wantELR("t", 0)
 }
 
-// The bootstrap's min.insync.replicas applies to topics that set none.
-func TestELRUsesBootstrapMinISR(t *testing.T) {
+// bootstrapMinISR2 is a cluster bootstrapped with min.insync.replicas 2
+// and topic t (replicas 1, 2, no override) after broker 2 was fenced: its
+// ELR is {2}.
+func bootstrapMinISR2(t *testing.T) *machine {
 	m := &machine{t: t, im: emptyImage()}
 	m.ok(cmdBootstrap, bootstrapCmd{ClusterID: "AAAAAAAAAAAAAAAAAAAAAA", MinISR: 2})
 	epochs := m.live(1, 2)
 	m.topic("t", 1, []int32{1, 2})
 	m.ok(cmdFenceBroker, fenceBrokerCmd{brokerRef{2, epochs[2]}})
 	m.wantELR("t", 0, 2)
+	return m
+}
+
+// The bootstrap's min.insync.replicas applies to topics that set none.
+func TestELRUsesBootstrapMinISR(t *testing.T) {
+	m := bootstrapMinISR2(t)
 	if got := m.im.MinISR(m.im.topics["t"]); got != 2 {
 		t.Fatalf("MinISR = %d, want 2", got)
 	}
@@ -137,12 +145,7 @@ func TestELRUsesBootstrapMinISR(t *testing.T) {
 // min.insync.replicas) applies to topics that set none; lowering it to
 // what an ISR has empties that partition's ELR.
 func TestELRStaticDefaultChanged(t *testing.T) {
-	m := &machine{t: t, im: emptyImage()}
-	m.ok(cmdBootstrap, bootstrapCmd{ClusterID: "AAAAAAAAAAAAAAAAAAAAAA", MinISR: 2})
-	epochs := m.live(1, 2)
-	m.topic("t", 1, []int32{1, 2})
-	m.ok(cmdFenceBroker, fenceBrokerCmd{brokerRef{2, epochs[2]}})
-	m.wantELR("t", 0, 2)
+	m := bootstrapMinISR2(t)
 	m.ok(cmdStaticDefaults, staticDefaultsCmd{MinISR: 3})
 	m.wantELR("t", 0, 2)
 	m.ok(cmdStaticDefaults, staticDefaultsCmd{MinISR: 1})

@@ -60,23 +60,27 @@ func (f *killFault) start(ctx context.Context) (int32, string, error) {
 	if !f.torn && !f.power {
 		return id, detail, nil
 	}
-	dir := f.node.Dir
-	if id == f.n.e.diskNode && f.n.e.disk != nil {
-		dir = filepath.Join(f.n.e.disk.dir, "logs")
+	damage := func(dir string, topics []string, rng *rand.Rand) (string, error) {
+		return tear([]string{dir}, topics, rng)
 	}
-	topics := append(names(f.n.topics), "__consumer_offsets")
-	rng := rand.New(rand.NewPCG(f.d.seed, 1))
-	var done string
-	var err error
 	if f.power {
-		done, err = loseUnflushed(dir, topics, rng)
-	} else {
-		done, err = tear([]string{dir}, topics, rng)
+		damage = loseUnflushed
 	}
+	done, err := f.n.damage(f.node, f.d, damage)
 	if err != nil {
 		return id, detail, err
 	}
 	return id, detail + "; " + done, nil
+}
+
+// damage does to killed node's log dir what fn does (tear, loseUnflushed),
+// to every workload topic and __consumer_offsets, with the draws' seed.
+func (n *nemesis) damage(node *localcluster.Node, d draws, fn func(dir string, topics []string, rng *rand.Rand) (string, error)) (string, error) {
+	dir := node.Dir
+	if node.ID == n.e.diskNode && n.e.disk != nil {
+		dir = filepath.Join(n.e.disk.dir, "logs")
+	}
+	return fn(dir, append(names(n.topics), "__consumer_offsets"), rand.New(rand.NewPCG(d.seed, 1)))
 }
 
 func (f *killFault) heal(ctx context.Context) (string, error) {

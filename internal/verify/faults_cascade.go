@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -75,11 +73,7 @@ func (f *cascadeFault) start(ctx context.Context) (int32, string, error) {
 	}
 	leader.Kill()
 	f.killed = append(f.killed, leader)
-	dir := leader.Dir
-	if st.Leader == f.n.e.diskNode && f.n.e.disk != nil {
-		dir = filepath.Join(f.n.e.disk.dir, "logs")
-	}
-	lost, err := loseUnflushed(dir, append(names(f.n.topics), "__consumer_offsets"), rand.New(rand.NewPCG(f.d.seed, 1)))
+	lost, err := f.n.damage(leader, f.d, loseUnflushed)
 	detail := fmt.Sprintf("followers %s of %s-%d killed one by one as the ISR shrank, then the leader, alone in it (ISR %s)",
 		joinIDs(fs), at.topic, at.p, joinIDs(st.ISR))
 	if err != nil {
