@@ -33,7 +33,9 @@ injecting faults one at a time on a schedule: kill -9 and restart of a
 leader, a follower or the active controller, SIGSTOP/SIGCONT, network
 partitions (every connection to a node crosses a proxy of this process),
 torn writes, a power loss (what a node had not fsynced is lost), a full
-disk. After the faults heal, every partition is read
+disk; and an operator's work: a rolling restart's step (SIGTERM, a
+controlled shutdown) and a partition reassignment with a preferred leader
+election. After the faults heal, every partition is read
 to its end and the history of every operation is checked for lost,
 duplicated, inconsistent and unexpected records, nonmonotonic sends and
 polls, skipped offsets and commits that go backwards.

@@ -247,7 +247,7 @@ func (c *Cluster) Stop(timeout time.Duration) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n.Stop(timeout)
+			_ = n.Stop(timeout) // Stop kills what does not stop in time
 		}()
 	}
 	wg.Wait()
@@ -389,13 +389,13 @@ func (n *Node) PID() int {
 }
 
 // signal sends sig and, if wait, waits up to timeout for the exit (then
-// SIGKILL).
-func (n *Node) signal(sig syscall.Signal, wait bool, timeout time.Duration) {
+// SIGKILL). It reports whether the process exited by itself in time.
+func (n *Node) signal(sig syscall.Signal, wait bool, timeout time.Duration) bool {
 	n.mu.Lock()
 	cmd, done, paused := n.cmd, n.done, n.paused
 	n.mu.Unlock()
 	if cmd == nil || !n.Running() {
-		return
+		return true
 	}
 	if paused && sig == syscall.SIGTERM {
 		// A stopped process cannot handle SIGTERM until continued.
@@ -403,18 +403,26 @@ func (n *Node) signal(sig syscall.Signal, wait bool, timeout time.Duration) {
 	}
 	_ = cmd.Process.Signal(sig)
 	if !wait {
-		return
+		return true
 	}
 	select {
 	case <-done:
+		return true
 	case <-time.After(timeout):
 		_ = cmd.Process.Kill()
 		<-done
+		return false
 	}
 }
 
-// Stop shuts the node down cleanly (SIGTERM), killing it after timeout.
-func (n *Node) Stop(timeout time.Duration) { n.signal(syscall.SIGTERM, true, timeout) }
+// Stop shuts the node down cleanly (SIGTERM), killing it after timeout;
+// a node that had to be killed is an error.
+func (n *Node) Stop(timeout time.Duration) error {
+	if !n.signal(syscall.SIGTERM, true, timeout) {
+		return fmt.Errorf("node %d did not stop within %v of SIGTERM; killed", n.ID, timeout)
+	}
+	return nil
+}
 
 // Kill sends SIGKILL and waits for the exit.
 func (n *Node) Kill() { n.signal(syscall.SIGKILL, true, time.Minute) }

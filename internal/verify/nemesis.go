@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // The nemesis injects one fault at a time on a seeded schedule: every
@@ -29,6 +31,7 @@ type fault interface {
 
 type nemesis struct {
 	e      *env
+	adm    *kadm.Client // through the proxies, like the workload's clients
 	o      Options
 	rec    *Recorder
 	st     *stats
@@ -222,6 +225,10 @@ func (n *nemesis) plan(kind string) fault {
 		return &killFault{n: n, d: d, controller: true}
 	case FaultCascade:
 		return &cascadeFault{n: n, d: d}
+	case FaultRestart:
+		return &restartFault{n: n, d: d}
+	case FaultMove:
+		return &moveFault{n: n, d: d}
 	case FaultLose:
 		return &loseFault{n: n, d: d}
 	}

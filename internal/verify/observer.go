@@ -21,8 +21,9 @@ import (
 type partState struct {
 	Leader   int32
 	Epoch    int32
-	Replicas []int32
-	ISR      []int32
+	Replicas []int32 // sorted
+	ISR      []int32 // sorted
+	Order    []int32 // the replicas in the controller's order, the preferred leader first
 }
 
 // view is one node's metadata.
@@ -102,7 +103,8 @@ func (o *observer) viewOf(ctx context.Context, id int32, topics []string) (view,
 		}
 		for _, p := range t.Partitions {
 			v.parts[tp{*t.Topic, p.Partition}] = partState{Leader: p.Leader, Epoch: p.LeaderEpoch,
-				Replicas: slices.Sorted(slices.Values(p.Replicas)), ISR: slices.Sorted(slices.Values(p.ISR))}
+				Replicas: slices.Sorted(slices.Values(p.Replicas)), ISR: slices.Sorted(slices.Values(p.ISR)),
+				Order: p.Replicas}
 		}
 	}
 	return v, nil

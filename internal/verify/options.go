@@ -18,6 +18,8 @@ const (
 	FaultPower      = "power"      // kill -9, and what the node had not fsynced is lost before its restart
 	FaultDiskFull   = "disk-full"  // one node's log dir (a small tmpfs) filled up, then freed
 	FaultController = "controller" // kill -9 of the active controller, then a restart
+	FaultRestart    = "restart"    // SIGTERM (controlled shutdown) of a leader or a follower, then a restart
+	FaultMove       = "move"       // a partition reassigned, then its preferred leader elected
 	// FaultCascade: the drawn partition's followers killed one by one as
 	// the ISR shrinks, then its leader, alone in the ISR, loses power. It
 	// needs a quorum without two nodes (--nodes 5 or more), so it is not
@@ -29,7 +31,7 @@ const (
 )
 
 // AllFaults are the kinds a safe run injects by default.
-var AllFaults = []string{FaultKill, FaultPause, FaultPartition, FaultTorn, FaultPower, FaultDiskFull, FaultController}
+var AllFaults = []string{FaultKill, FaultPause, FaultPartition, FaultTorn, FaultPower, FaultDiskFull, FaultController, FaultRestart, FaultMove}
 
 // Options configure a run.
 type Options struct {

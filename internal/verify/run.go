@@ -98,7 +98,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := createTopics(ctx, adm, topics, int16(rf), minISR); err != nil {
 		return nil, err
 	}
-	nem := &nemesis{e: e, o: o, rec: rec, st: newStats(), rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x9e3779b9)),
+	nem := &nemesis{e: e, adm: adm, o: o, rec: rec, st: newStats(), rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x9e3779b9)),
 		main: topics[0], topics: topics, kinds: kinds, logf: logf}
 	if _, err := nem.waitHealthy(ctx, 2*time.Minute); err != nil {
 		return nil, fmt.Errorf("topics: %w", err)

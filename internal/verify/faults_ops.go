@@ -1,0 +1,174 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-project/weir/internal/localcluster"
+)
+
+// The operator's faults: what a cluster goes through on a good day, a
+// rolling restart and a partition reassignment, done under the workload.
+// Nothing breaks in them, and that is the point: leaderships move by
+// hand-over rather than by failure, and a hand-over that answers a client
+// before its write is safe, or a move that drops the replica holding the
+// tail, loses acknowledged records as surely as a crash.
+
+// gracefulStop bounds a restart fault's SIGTERM: past
+// controlled.shutdown.timeout.ms (60 s), and a node that needs longer
+// hangs in its shutdown.
+const gracefulStop = 90 * time.Second
+
+// restartFault stops the drawn leader or follower cleanly (SIGTERM: a
+// controlled shutdown hands its leaderships over and answers the
+// requests it holds first), and starts it again at the heal, as one step
+// of a rolling restart.
+type restartFault struct {
+	n    *nemesis
+	d    draws
+	node *localcluster.Node
+}
+
+func (f *restartFault) start(ctx context.Context) (int32, string, error) {
+	id, what, err := f.n.target(ctx, f.d)
+	if err != nil {
+		return 0, "", err
+	}
+	f.node = f.n.e.node(id)
+	if f.node == nil || !f.node.Running() {
+		return 0, "", fmt.Errorf("node %d is not running", id)
+	}
+	began := time.Now()
+	if err := f.node.Stop(gracefulStop); err != nil {
+		// The nemesis heals only faults that started: restart it here.
+		return 0, "", errors.Join(err, restart(ctx, f.node))
+	}
+	return id, fmt.Sprintf("SIGTERM of the %s (stopped in %v)", what, time.Since(began).Round(time.Millisecond)), nil
+}
+
+func (f *restartFault) heal(ctx context.Context) (string, error) {
+	return "restarted", restart(ctx, f.node)
+}
+
+// moveFault reassigns the drawn partition (AlterPartitionReassignments)
+// and, once the move is done, elects its preferred leader (ElectLeaders).
+// With more nodes than replicas, one replica, the leader or a follower as
+// drawn, is replaced by a node outside the set: the new one copies the
+// log from the leader and joins the ISR before the old one leaves. With
+// as many nodes as replicas the set cannot change, so a follower is moved
+// to the front, and the election moves the leadership to it.
+type moveFault struct {
+	n      *nemesis
+	d      draws
+	at     tp
+	target []int32
+}
+
+func (f *moveFault) start(ctx context.Context) (int32, string, error) {
+	f.at = tp{f.n.main.Name, f.d.part}
+	st, ok := partition(f.n.e.obs.views(ctx, f.n.e.ids, []string{f.at.topic}), f.at)
+	if !ok || st.Leader < 0 || len(st.Order) < 2 {
+		return 0, "", fmt.Errorf("%s-%d has no leader with followers", f.at.topic, f.at.p)
+	}
+	f.target = moveTarget(st.Order, st.Leader, f.n.e.ids, f.d)
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(f.at.topic, f.at.p, f.target)
+	resp, err := f.n.adm.AlterPartitionAssignments(ctx, req)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("reassign %s-%d to %v: %w", f.at.topic, f.at.p, f.target, err)
+	}
+	return st.Leader, fmt.Sprintf("%s-%d reassigned from %s (leader %d) to %s",
+		f.at.topic, f.at.p, joinIDs(st.Order), st.Leader, joinIDs(f.target)), nil
+}
+
+// moveTarget is the drawn new replica list for a partition whose replicas
+// are order, led by leader, in a cluster of ids.
+func moveTarget(order []int32, leader int32, ids []int32, d draws) []int32 {
+	var outside []int32
+	for _, id := range ids {
+		if !slices.Contains(order, id) {
+			outside = append(outside, id)
+		}
+	}
+	target := slices.Clone(order)
+	var followers []int
+	for i, r := range order {
+		if r != leader {
+			followers = append(followers, i)
+		}
+	}
+	if len(outside) == 0 {
+		// Bring a drawn follower to the front, the rest in their order.
+		i := followers[d.pick%len(followers)]
+		return append([]int32{order[i]}, slices.Delete(target, i, i+1)...)
+	}
+	victim := slices.Index(order, leader)
+	if d.follower || victim < 0 {
+		victim = followers[d.pick%len(followers)]
+	}
+	target[victim] = outside[(d.pick/len(order))%len(outside)]
+	return target
+}
+
+// heal waits for the move to finish (every node shows the new replica
+// list and no reassignment is left), then elects the preferred leader
+// and waits until it leads. A move that never ends is a finding.
+func (f *moveFault) heal(ctx context.Context) (string, error) {
+	set := kadm.TopicsSet{}
+	set.Add(f.at.topic, f.at.p)
+	name := fmt.Sprintf("%s-%d", f.at.topic, f.at.p)
+	var why string
+	err := waitFor(ctx, 90*time.Second, func() bool {
+		moving, err := f.n.adm.ListPartitionReassignments(ctx, set)
+		if err != nil {
+			why = err.Error()
+			return false
+		}
+		if r, ok := moving[f.at.topic][f.at.p]; ok {
+			why = fmt.Sprintf("still moving: adding %v, removing %v", r.AddingReplicas, r.RemovingReplicas)
+			return false
+		}
+		vs := f.n.e.obs.views(ctx, f.n.e.ids, []string{f.at.topic})
+		if len(vs) < len(f.n.e.ids) {
+			why = fmt.Sprintf("%d of %d nodes answer", len(vs), len(f.n.e.ids))
+			return false
+		}
+		for _, v := range vs {
+			if st := v.parts[f.at]; !slices.Equal(st.Order, f.target) || !slices.Contains(st.ISR, f.target[0]) {
+				why = fmt.Sprintf("node %d shows replicas %v, ISR %v", v.node, st.Order, st.ISR)
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return "", fmt.Errorf("the move of %s to %v did not finish: %s: %w", name, f.target, why, err)
+	}
+	want := f.target[0]
+	err = waitFor(ctx, 60*time.Second, func() bool {
+		res, err := f.n.adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
+		if err == nil {
+			err = res[f.at.topic][f.at.p].Err
+		}
+		if err != nil && !errors.Is(err, kerr.ElectionNotNeeded) {
+			why = "ElectLeaders: " + err.Error()
+			return false
+		}
+		st, ok := partition(f.n.e.obs.views(ctx, f.n.e.ids, []string{f.at.topic}), f.at)
+		why = fmt.Sprintf("leader %d", st.Leader)
+		return ok && st.Leader == want
+	})
+	if err != nil {
+		return "", fmt.Errorf("preferred leader %d of %s not elected: %s: %w", want, name, why, err)
+	}
+	return fmt.Sprintf("move done; preferred leader %d elected", want), nil
+}
