@@ -62,12 +62,14 @@ func (f *restartFault) heal(ctx context.Context) (string, error) {
 // drawn, is replaced by a node outside the set: the new one copies the
 // log from the leader and joins the ISR before the old one leaves. With
 // as many nodes as replicas the set cannot change, so a follower is moved
-// to the front, and the election moves the leadership to it.
+// to the front, and the election moves the leadership to it. One move in
+// three (drawn) kills the leader as soon as the move starts.
 type moveFault struct {
 	n      *nemesis
 	d      draws
 	at     tp
 	target []int32
+	killed *localcluster.Node // the leader, in a move that kills it
 }
 
 func (f *moveFault) start(ctx context.Context) (int32, string, error) {
@@ -86,8 +88,20 @@ func (f *moveFault) start(ctx context.Context) (int32, string, error) {
 	if err != nil {
 		return 0, "", fmt.Errorf("reassign %s-%d to %v: %w", f.at.topic, f.at.p, f.target, err)
 	}
-	return st.Leader, fmt.Sprintf("%s-%d reassigned from %s (leader %d) to %s",
-		f.at.topic, f.at.p, joinIDs(st.Order), st.Leader, joinIDs(f.target)), nil
+	detail := fmt.Sprintf("%s-%d reassigned from %s (leader %d) to %s",
+		f.at.topic, f.at.p, joinIDs(st.Order), st.Leader, joinIDs(f.target))
+	if (f.d.pick>>8)%3 == 0 {
+		// One move in three loses its leader while the new replicas
+		// copy from it: the move must go on under another leader, and
+		// the new replicas truncate to that leader's log.
+		f.killed = f.n.e.node(st.Leader)
+		if f.killed == nil || !f.killed.Running() {
+			return 0, "", fmt.Errorf("node %d is not running", st.Leader)
+		}
+		f.killed.Kill()
+		detail += "; the leader killed (kill -9) at once"
+	}
+	return st.Leader, detail, nil
 }
 
 // moveTarget is the drawn new replica list for a partition whose replicas
@@ -119,10 +133,18 @@ func moveTarget(order []int32, leader int32, ids []int32, d draws) []int32 {
 	return target
 }
 
-// heal waits for the move to finish (every node shows the new replica
-// list and no reassignment is left), then elects the preferred leader
-// and waits until it leads. A move that never ends is a finding.
+// heal restarts a killed leader, waits for the move to finish (every
+// node shows the new replica list and no reassignment is left), then
+// elects the preferred leader and waits until it leads. A move that never
+// ends is a finding.
 func (f *moveFault) heal(ctx context.Context) (string, error) {
+	done := ""
+	if f.killed != nil {
+		if err := restart(ctx, f.killed); err != nil {
+			return "", err
+		}
+		done = "old leader restarted; "
+	}
 	set := kadm.TopicsSet{}
 	set.Add(f.at.topic, f.at.p)
 	name := fmt.Sprintf("%s-%d", f.at.topic, f.at.p)
@@ -170,5 +192,5 @@ func (f *moveFault) heal(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("preferred leader %d of %s not elected: %s: %w", want, name, why, err)
 	}
-	return fmt.Sprintf("move done; preferred leader %d elected", want), nil
+	return fmt.Sprintf("%smove done; preferred leader %d elected", done, want), nil
 }
