@@ -51,9 +51,9 @@ func (f *killFault) start(ctx context.Context) (int32, string, error) {
 			return 0, "", err
 		}
 	}
-	f.node = f.n.e.node(id)
-	if f.node == nil || !f.node.Running() {
-		return 0, "", fmt.Errorf("node %d is not running", id)
+	var err error
+	if f.node, err = f.n.running(id); err != nil {
+		return 0, "", err
 	}
 	f.node.Kill()
 	detail := "kill -9 of the " + what
@@ -99,7 +99,9 @@ func (f *pauseFault) start(ctx context.Context) (int32, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	f.node = f.n.e.node(id)
+	if f.node, err = f.n.running(id); err != nil {
+		return 0, "", err
+	}
 	if err := f.node.Pause(); err != nil {
 		return 0, "", fmt.Errorf("pause node %d: %w", id, err)
 	}

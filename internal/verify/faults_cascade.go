@@ -53,9 +53,9 @@ func (f *cascadeFault) start(ctx context.Context) (int32, string, error) {
 	k := f.d.pick % len(fs)
 	fs = append(fs[k:], fs[:k]...)
 	for _, id := range fs {
-		node := f.n.e.node(id)
-		if node == nil || !node.Running() {
-			return 0, "", f.undo(ctx, fmt.Errorf("node %d is not running", id))
+		node, err := f.n.running(id)
+		if err != nil {
+			return 0, "", f.undo(ctx, err)
 		}
 		node.Kill()
 		f.killed = append(f.killed, node)
@@ -67,9 +67,9 @@ func (f *cascadeFault) start(ctx context.Context) (int32, string, error) {
 		}
 	}
 	st, _ = state()
-	leader := f.n.e.node(st.Leader)
-	if leader == nil || !leader.Running() {
-		return 0, "", f.undo(ctx, fmt.Errorf("leader %d of %s-%d is not running", st.Leader, at.topic, at.p))
+	leader, err := f.n.running(st.Leader)
+	if err != nil {
+		return 0, "", f.undo(ctx, fmt.Errorf("leader of %s-%d: %w", at.topic, at.p, err))
 	}
 	leader.Kill()
 	f.killed = append(f.killed, leader)

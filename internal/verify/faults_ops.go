@@ -40,9 +40,8 @@ func (f *restartFault) start(ctx context.Context) (int32, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	f.node = f.n.e.node(id)
-	if f.node == nil || !f.node.Running() {
-		return 0, "", fmt.Errorf("node %d is not running", id)
+	if f.node, err = f.n.running(id); err != nil {
+		return 0, "", err
 	}
 	began := time.Now()
 	if err := f.node.Stop(gracefulStop); err != nil {
@@ -94,9 +93,8 @@ func (f *moveFault) start(ctx context.Context) (int32, string, error) {
 		// One move in three loses its leader while the new replicas
 		// copy from it: the move must go on under another leader, and
 		// the new replicas truncate to that leader's log.
-		f.killed = f.n.e.node(st.Leader)
-		if f.killed == nil || !f.killed.Running() {
-			return 0, "", fmt.Errorf("node %d is not running", st.Leader)
+		if f.killed, err = f.n.running(st.Leader); err != nil {
+			return 0, "", err
 		}
 		f.killed.Kill()
 		detail += "; the leader killed (kill -9) at once"

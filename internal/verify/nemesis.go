@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/weir-project/weir/internal/localcluster"
 )
 
 // The nemesis injects one fault at a time on a seeded schedule: every
@@ -203,6 +205,15 @@ func (n *nemesis) target(ctx context.Context, d draws) (int32, string, error) {
 		return st.Leader, fmt.Sprintf("leader of %s-%d (no follower)", n.main.Name, d.part), nil
 	}
 	return fs[d.pick%len(fs)], fmt.Sprintf("follower of %s-%d", n.main.Name, d.part), nil
+}
+
+// running is node id's process, or an error if it does not run.
+func (n *nemesis) running(id int32) (*localcluster.Node, error) {
+	node := n.e.node(id)
+	if node == nil || !node.Running() {
+		return nil, fmt.Errorf("node %d is not running", id)
+	}
+	return node, nil
 }
 
 // plan makes the fault of a kind from fresh draws.
