@@ -145,7 +145,7 @@ func (q *isrBatcher) send(ctx context.Context, batch map[storage.TopicPartition]
 			}
 			b.events().ISRChanged(pr.c.PreviousISR, len(rp.ISR))
 			b.log.Info("ISR changed", slog.String("topic", name), slog.Int("partition", int(rp.Partition)),
-				slog.Any("isr", rp.ISR), slog.Int("partition.epoch", int(rp.PartitionEpoch)))
+				slog.Any("isr", rp.ISR), slog.Int("leader", int(rp.LeaderID)), slog.Int("partition.epoch", int(rp.PartitionEpoch)))
 		}
 	}
 }

@@ -13,7 +13,9 @@ import (
 
 // alterPartition applies a leader's ISR changes: a compare-and-set on each
 // partition's leader and partition epochs, decided by the metadata state
-// machine. Each partition's answer carries its state afterwards.
+// machine. Each partition's answer carries its state afterwards. A leader
+// may leave the ISR to hand the partition over (a storage error: see
+// metadata's alterOne), weir's extension; Kafka refuses that.
 func (s *Service) alterPartition(ctx context.Context, r *kmsg.AlterPartitionRequest) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.AlterPartitionResponse)
 	if !s.leader() {

@@ -83,7 +83,9 @@ func applyAlterPartition(im *Image, c *alterPartitionCmd) ([]AlterPartitionResul
 
 // alterOne checks one update against im and returns the partition's next
 // state. The checks and their order are Kafka's
-// (ReplicationControlManager.validateAlterPartitionData).
+// (ReplicationControlManager.validateAlterPartitionData), except that the
+// leader may leave the ISR to hand the partition to the first eligible
+// remaining member (see resign below).
 func alterOne(im *Image, brokerID int32, u ISRUpdate) (*Topic, Partition, error) {
 	t := im.topicsByID[u.TopicID]
 	if t == nil {
@@ -115,8 +117,16 @@ func alterOne(im *Image, brokerID int32, u ISRUpdate) (*Topic, Partition, error)
 		}
 		ids = append(ids, m.BrokerID)
 	}
-	if !slices.Contains(ids, p.Leader) {
-		return nil, p, fmt.Errorf("%w: %s: ISR %v leaves out the leader", ErrInvalidRequest, where, ids)
+	// A leader leaving the ISR hands the partition over (weir's
+	// extension; Kafka refuses it): its log cannot take writes (a full
+	// or failing disk), and another ISR member, which holds everything
+	// below the high watermark, can lead instead. Only a subset of the
+	// ISR: a replica joining at the same time would be elected on the
+	// word of a leader that is going away.
+	resign := !slices.Contains(ids, p.Leader)
+	if resign && (len(ids) == 0 || len(minus(ids, p.ISR)) > 0 ||
+		u.LeaderRecoveryState != LeaderRecovered || p.LeaderRecoveryState != LeaderRecovered) {
+		return nil, p, fmt.Errorf("%w: %s: ISR %v leaves out the leader but is not a recovered leader's hand-over to members of ISR %v", ErrInvalidRequest, where, ids, p.ISR)
 	}
 	switch u.LeaderRecoveryState {
 	case LeaderRecovered:
@@ -140,6 +150,10 @@ func alterOne(im *Image, brokerID int32, u ISRUpdate) (*Topic, Partition, error)
 	next := p
 	next.ISR = inReplicaOrder(p.Replicas, ids)
 	next.LeaderRecoveryState = u.LeaderRecoveryState
+	if resign {
+		// Every member is eligible (checked above), so one is elected.
+		next.Leader = im.electFrom(p.Replicas, next.ISR, p.Leader)
+	}
 	np, _ := im.settle(t, p, next)
 	return t, np, nil
 }

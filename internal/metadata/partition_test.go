@@ -57,6 +57,42 @@ func TestAlterPartitionShrinkAndExpand(t *testing.T) {
 	}
 }
 
+// TestAlterPartitionHandOver: a leader that leaves the ISR (its log cannot
+// take writes) hands the partition to the first remaining member in
+// replica order, at a new leader epoch; the ELR takes it when the ISR
+// falls below min.insync.replicas.
+func TestAlterPartitionHandOver(t *testing.T) {
+	m, epochs := threeBrokers(t)
+	p := m.part("t", 0) // replicas 1, 2, 3; leader 1
+	r := m.alter(1, epochs[1], m.update(0, 3, 2))
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	m.wantPart("t", 0, p, 2, []int32{2, 3}, 1, 1)
+	if r.State.Leader != 2 {
+		t.Fatalf("result state %+v", r.State)
+	}
+	// The old leader is a follower now: it may not propose any more.
+	if r = m.alter(1, epochs[1], m.update(0, 3)); !errors.Is(r.Err, ErrNotPartitionLeader) {
+		t.Fatalf("old leader proposing: %v", r.Err)
+	}
+	// Handing over to a replica outside the ISR is refused: only ISR
+	// members hold everything below the high watermark.
+	if r = m.alter(2, epochs[2], m.update(0, 1, 3)); !errors.Is(r.Err, ErrInvalidRequest) {
+		t.Fatalf("hand over to a replica outside the ISR: %v", r.Err)
+	}
+	// Down to one member: the hand-over still goes through (writes then
+	// need what min.insync.replicas asks, as after any shrink).
+	r = m.alter(2, epochs[2], m.update(0, 3))
+	if r.Err != nil || r.State.Leader != 3 || !slices.Equal(r.State.ISR, []int32{3}) {
+		t.Fatalf("hand over to the last member: %+v", r)
+	}
+	// The last member cannot leave: the ISR is never empty.
+	if r = m.alter(3, epochs[3], m.update(0)); !errors.Is(r.Err, ErrInvalidRequest) {
+		t.Fatalf("empty ISR: %v", r.Err)
+	}
+}
+
 func TestAlterPartitionRejections(t *testing.T) {
 	m, epochs := threeBrokers(t)
 	// Make the epochs non-zero so older ones exist: 2 leads t-0 now.
@@ -84,7 +120,8 @@ func TestAlterPartitionRejections(t *testing.T) {
 		{"older partition epoch", 2, with(func(u *ISRUpdate) { u.PartitionEpoch-- }), ErrInvalidUpdateVersion},
 		{"not a replica", 2, with(func(u *ISRUpdate) { u.NewISR = ISRMembers([]int32{2, 4}) }), ErrInvalidRequest},
 		{"duplicate member", 2, with(func(u *ISRUpdate) { u.NewISR = ISRMembers([]int32{2, 3, 3}) }), ErrInvalidRequest},
-		{"without leader", 2, with(func(u *ISRUpdate) { u.NewISR = ISRMembers([]int32{3}) }), ErrInvalidRequest},
+		{"without leader, recovering", 2, with(func(u *ISRUpdate) { u.NewISR = ISRMembers([]int32{3}); u.LeaderRecoveryState = LeaderRecovering }), ErrInvalidRequest},
+		{"without leader, to a non-member", 2, with(func(u *ISRUpdate) { u.NewISR = ISRMembers([]int32{1}) }), ErrInvalidRequest},
 		{"empty", 2, with(func(u *ISRUpdate) { u.NewISR = nil }), ErrInvalidRequest},
 		{"fenced member", 2, with(func(u *ISRUpdate) { u.NewISR = ISRMembers([]int32{2, 3, 1}) }), ErrIneligibleReplica},
 		{"recovering with followers", 2, with(func(u *ISRUpdate) { u.LeaderRecoveryState = LeaderRecovering }), ErrInvalidRequest},

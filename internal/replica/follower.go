@@ -39,7 +39,8 @@ type FollowerState struct {
 	LatestEpoch int32
 }
 
-// FollowerState returns the replica's follower state, or ErrNotFollower.
+// FollowerState returns the replica's follower state, or ErrNotFollower,
+// or a storage error while the log cannot take writes.
 func (p *Partition) FollowerState() (FollowerState, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
@@ -51,6 +52,13 @@ func (p *Partition) FollowerState() (FollowerState, error) {
 	}
 	if leader || st.LeaderID < 0 {
 		return FollowerState{}, ErrNotFollower
+	}
+	// A log that cannot take writes does not fetch: its fetch offset
+	// would tell the leader it is caught up, the leader would add it to
+	// the ISR, and its failing appends would hold the high watermark
+	// (storage.Log.Writable).
+	if err := p.log.Writable(); err != nil {
+		return FollowerState{}, fmt.Errorf("follow: %w", err)
 	}
 	latest, _, ok := p.log.LeaderEpochs().Latest()
 	if !ok {

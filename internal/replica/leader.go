@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -89,6 +91,14 @@ func (p *Partition) AppendCheckedAsLeader(records []byte, checked recordbatch.Ch
 	}
 	info, err := p.log.AppendChecked(records, checked, epoch)
 	if err != nil {
+		if errors.Is(err, storage.ErrStorage) {
+			p.mu.Lock()
+			to := p.handOverLocked()
+			p.mu.Unlock()
+			if to != nil {
+				p.logger.Warn("handing the leadership over after a storage error", slog.Any("isr", to), slog.Any("err", err))
+			}
+		}
 		return Appended{AppendInfo: info, LeaderEpoch: epoch}, err
 	}
 	p.mu.Lock()
@@ -211,6 +221,30 @@ func (p *Partition) MaybeShrinkISR() {
 	// Until the controller commits the shrink, the removed followers
 	// still count for the high watermark.
 	p.proposeLocked(keep, slices.Clone(p.st.ISR))
+}
+
+// handOverLocked gives up the leadership after a storage error (a full
+// or failing disk): it proposes the ISR without this broker, and the
+// controller elects the first remaining member (metadata's alterOne).
+// Kafka takes the whole log dir offline instead, and stops a broker whose
+// every dir failed; weir keeps the dir serving reads and taking writes
+// again once it can, and moves only what it cannot write. Every ISR
+// member holds everything below the high watermark, so the new leader has
+// every acknowledged record; this broker, a follower now, truncates to
+// the new leader's log and fetches, and rejoins the ISR once its appends
+// succeed again. Nothing is proposed when no other ISR member may lead or
+// a change is already in flight (the next failed append tries again).
+// It returns the ISR proposed, nil if none.
+func (p *Partition) handOverLocked() []int32 {
+	if !p.leader || p.isr == nil || p.pendingISR != nil {
+		return nil
+	}
+	others := slices.DeleteFunc(slices.Clone(p.st.ISR), func(id int32) bool { return id == p.localID })
+	if !slices.ContainsFunc(others, p.isr.MayJoinISR) {
+		return nil
+	}
+	p.proposeLocked(others, slices.Clone(p.st.ISR))
+	return others
 }
 
 // proposeLocked sends an ISR change; maximal is the ISR the high

@@ -192,16 +192,20 @@ func (l *Log) appendLocked(records []byte, refs []batchRef, cfg Config, now time
 	last := refs[len(refs)-1].h.LastOffset()
 	seg, err := l.maybeRollLocked(int64(len(records)), last, cfg, now)
 	if err != nil {
+		l.noteWriteLocked(err)
 		return err
 	}
 	pos := seg.size.Load()
 	if err, cutErr := seg.write(records, pos); err != nil {
 		if cutErr != nil {
 			l.torn = cutErr
+			l.refusing.Store(true)
 			l.logger.Error("truncating after failed write; log refuses writes until restarted", "file", seg.logPath(), "pos", pos, "err", cutErr)
 		}
+		l.noteWriteLocked(err)
 		return err
 	}
+	l.noteWriteLocked(nil)
 	for _, r := range refs {
 		seg.indexBatch(r.h, r.h.MaxTimestamp, pos+int64(r.start), cfg.IndexIntervalBytes)
 	}

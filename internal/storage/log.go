@@ -131,7 +131,13 @@ type Log struct {
 	// syncFailed, once set, is why a rolled segment may not be on disk
 	// (its background fsync failed): writes are refused, the recovery
 	// point stays below it and Close reports it (rollflush.go).
-	syncFailed     error
+	syncFailed error
+	// outOfRoom is the last write's lack of room (ENOSPC, EDQUOT), until
+	// a write succeeds or Writable's probe finds room (room.go).
+	outOfRoom error
+	// refusing is set while any of torn, syncFailed and outOfRoom is:
+	// Writable's fast path.
+	refusing       atomic.Bool
 	hook           ProducerStateHook
 	unflushedMsgs  int64
 	firstUnflushed time.Time // wall clock of the oldest unflushed append

@@ -195,6 +195,7 @@ func (l *Log) finishRollFlushLocked(job *rollFlush, segErrs map[*segment]error, 
 	}
 	if err != nil {
 		l.syncFailed = fmt.Errorf("flush of %s below offset %d: %w: %w", l.dir, job.target, ErrStorage, err)
+		l.refusing.Store(true)
 		l.logger.Error("flushing rolled segments failed; log refuses writes until restarted", "below_offset", job.target, "err", err)
 		return false
 	}

@@ -349,6 +349,9 @@ func TestRollFlushFailure(t *testing.T) {
 		if _, err := l.Append(makeBatch(t, 1, 10, 1, "refused"), 0); !errors.Is(err, ErrStorage) {
 			t.Fatalf("append after a failed flush: %v, want ErrStorage", err)
 		}
+		if err := l.Writable(); !errors.Is(err, ErrStorage) {
+			t.Fatalf("Writable after a failed flush: %v, want ErrStorage", err)
+		}
 		if err := l.Flush(); !errors.Is(err, ErrStorage) || l.RecoveryPoint() != 0 {
 			t.Fatalf("Flush after a failed flush: %v, recovery point %d", err, l.RecoveryPoint())
 		}

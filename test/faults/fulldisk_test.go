@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,35 +45,6 @@ func checkFillValue(v string) (int, bool) {
 	return i, v == string(sizedFillValue(i, len(v)))
 }
 
-// mountTmpfs mounts a tmpfs of sizeMiB on a fresh directory and unmounts
-// it when the test ends. Cleanups run last-registered first, so a broker
-// started after this call is stopped before the unmount. It skips the
-// test where mounting is impossible (not root, no tmpfs, no mount).
-func mountTmpfs(t *testing.T, sizeMiB int) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("full-disk test needs root to mount a small tmpfs")
-	}
-	dir := filepath.Join(t.TempDir(), "disk")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%dm", sizeMiB), "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		t.Skipf("full-disk test needs a small tmpfs, but mount failed: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if out, err := exec.CommandContext(ctx, "umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
 // TestFullDisk fills the disk holding log.dirs (a small tmpfs; the Raft
 // metadata lives elsewhere via metadata.log.dir) with an idempotent
 // acks=all producer. Weir's rule (README, "How it is built"): a write
@@ -85,7 +55,7 @@ func mountTmpfs(t *testing.T, sizeMiB int) string {
 // after a SIGTERM and a start on the full disk, after freeing space, and
 // after kill -9 and recovery.
 func TestFullDisk(t *testing.T) {
-	disk := mountTmpfs(t, 8)
+	disk := harness.MountTmpfs(t, 8)
 	metaDir := t.TempDir()
 	b := harness.StartBroker(t, "log.dirs="+disk, "metadata.log.dir="+metaDir)
 	if _, err := os.Stat(filepath.Join(metaDir, "__raft")); err != nil {

@@ -47,6 +47,32 @@ func StartCluster(t testing.TB, n int, overrides ...string) *Cluster {
 // for node i+1 given its client listener's address (cluster_proxied.go).
 func startCluster(t testing.TB, n int, perNode func(i int, clientAddr string) []string, overrides []string) *Cluster {
 	t.Helper()
+	c := newCluster(t, n, perNode, overrides)
+	c.RestartAll()
+	return c
+}
+
+// StartClusterDisk is StartCluster with node id's partition logs on disk,
+// a directory the test made (a small tmpfs from MountTmpfs, to be filled
+// up), and its Raft log in a temp dir of its own (metadata.log.dir), so
+// that filling disk leaves the node's metadata alone. The node's Dir is
+// disk.
+func StartClusterDisk(t testing.TB, n int, id int32, disk string, overrides ...string) *Cluster {
+	t.Helper()
+	c := newCluster(t, n, func(i int, _ string) []string {
+		if int32(i+1) != id {
+			return nil
+		}
+		return []string{"log.dirs=" + disk, "metadata.log.dir=" + t.TempDir()}
+	}, overrides)
+	c.Node(id).Dir = disk
+	c.RestartAll()
+	return c
+}
+
+// newCluster describes the nodes of startCluster without starting them.
+func newCluster(t testing.TB, n int, perNode func(i int, clientAddr string) []string, overrides []string) *Cluster {
+	t.Helper()
 	ports := freePorts(t, 2*n)
 	var voters []string
 	for i := 0; i < n; i++ {
@@ -71,7 +97,6 @@ func startCluster(t testing.TB, n int, perNode func(i int, clientAddr string) []
 	for _, b := range c.Nodes {
 		t.Cleanup(b.Kill)
 	}
-	c.RestartAll()
 	return c
 }
 

@@ -22,6 +22,7 @@ type PyProducer struct {
 	stderr strings.Builder
 	sent   chan int
 	exited chan error
+	waited chan struct{} // closed once the process is reaped
 }
 
 // StartPyProducer runs python with args (the script first); the process
@@ -29,7 +30,7 @@ type PyProducer struct {
 func StartPyProducer(t testing.TB, python string, args ...string) *PyProducer {
 	t.Helper()
 	p := &PyProducer{AckLog: NewAckLog(), t: t, cmd: exec.Command(python, args...),
-		sent: make(chan int, 1), exited: make(chan error, 1)}
+		sent: make(chan int, 1), exited: make(chan error, 1), waited: make(chan struct{})}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +39,14 @@ func StartPyProducer(t testing.TB, python string, args ...string) *PyProducer {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.cmd.Process.Kill() })
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.waited // stderr is written until the process is reaped
+		if t.Failed() {
+			out := p.stderr.String()
+			t.Logf("python producer stderr (tail):\n%s", out[max(0, len(out)-16<<10):])
+		}
+	})
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -58,6 +66,7 @@ func StartPyProducer(t testing.TB, python string, args ...string) *PyProducer {
 			}
 		}
 		p.exited <- p.cmd.Wait()
+		close(p.waited)
 	}()
 	return p
 }

@@ -17,7 +17,7 @@ from confluent_kafka import Producer
 def main():
     bootstrap, topic, count, pace_ms = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     stop_file = sys.argv[5] if len(sys.argv) > 5 else None
-    p = Producer({
+    conf = {
         "bootstrap.servers": bootstrap,
         "enable.idempotence": True,
         "acks": "all",
@@ -26,7 +26,11 @@ def main():
         "retry.backoff.ms": 100,
         "reconnect.backoff.ms": 100,
         "reconnect.backoff.max.ms": 1000,
-    })
+    }
+    # RDKAFKA_DEBUG=eos,msg,... turns on librdkafka's debug log (stderr).
+    if os.environ.get("RDKAFKA_DEBUG"):
+        conf["debug"] = os.environ["RDKAFKA_DEBUG"]
+    p = Producer(conf)
     failed = []
 
     def report(err, msg):
@@ -34,7 +38,10 @@ def main():
             failed.append(msg.value())
             print("err %s %s" % (msg.value().decode(), err), flush=True)
         else:
-            print("ack %d %s" % (msg.offset(), msg.value().decode()), flush=True)
+            # A batch acknowledged implicitly (a later one of the same
+            # producer succeeded after its retry timed out) has no offset.
+            off = msg.offset()
+            print("ack %d %s" % (-1 if off is None else off, msg.value().decode()), flush=True)
 
     i = 0
     while (count <= 0 or i < count) and not (stop_file and os.path.exists(stop_file)):

@@ -1,0 +1,113 @@
+package cluster
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/weir-project/weir/test/harness"
+)
+
+// TestFullDiskLeaderHandsOver: node 3's log dir is a small tmpfs, and it
+// leads two partitions, each under an idempotent acks=all stream (franz-go
+// on one, librdkafka on the other; RF 3, min.insync.replicas 2). When
+// the disk fills up, node 3's appends fail with a storage error, and it
+// hands both leaderships over to another member of the ISR, leaving the
+// ISR itself: the streams go on being acknowledged while node 3 is a
+// follower that cannot write. (Kafka would take the log dir offline and,
+// as it is the node's only one, stop the broker.) Once space is freed,
+// node 3 catches up, rejoins the ISR and, elected preferred leader again,
+// leads. Every acknowledged record is read back exactly once, in order,
+// and the three replicas' logs hold the same batches.
+func TestFullDiskLeaderHandsOver(t *testing.T) {
+	disk := harness.MountTmpfs(t, 32)
+	c := harness.StartClusterDisk(t, 3, 3, disk)
+	const franz, rdkafka = "full-franz", "full-rdkafka"
+	topics := []string{franz, rdkafka}
+	for _, topic := range topics {
+		createAssignedTopic(t, c, topic, [][]int32{{3, 1, 2}}, minISR2())
+	}
+	franzAcks := harness.StartAckStream(t, c, harness.StreamConfig{Topic: franz, Pace: 5 * time.Millisecond})
+	stop := filepath.Join(t.TempDir(), "stop")
+	rdAcks := startRdkafkaStream(t, c, rdkafka, stop)
+	streams := []*harness.AckLog{franzAcks.AckLog, rdAcks.AckLog}
+	waitMore := func(what string) {
+		t.Helper()
+		for i, acks := range streams {
+			acks.WaitMore(t, 100, 2*time.Minute, topics[i]+": "+what)
+		}
+	}
+	waitMore("acknowledgements before the disk fills")
+
+	filled := time.Now()
+	ballast := harness.FillDisk(t, disk)
+	for _, topic := range topics {
+		c.WaitPartition(topic, 0, opTimeout, "a leader other than node 3, and node 3 out of the ISR", func(st harness.PartitionState) bool {
+			return st.Leader > 0 && st.Leader != 3 && len(st.ISR) == 2
+		})
+	}
+	if lines := logLines(c.Node(3), 0, "handing the leadership over after a storage error"); len(lines) < 2 {
+		t.Fatalf("node 3 logged %d hand-overs, want one per partition:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	moved := time.Now()
+	waitMore("acknowledgements with node 3's disk full")
+	for i, acks := range streams {
+		gap, _ := acks.LongestGap(filled, time.Now())
+		t.Logf("%s: leaders moved %v after the disk filled; longest time without an acknowledgement %v",
+			topics[i], moved.Sub(filled).Round(time.Millisecond), gap.Round(time.Millisecond))
+	}
+
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range topics {
+		c.WaitFullISR(topic, 0, 2*time.Minute)
+	}
+	adm := kadm.NewClient(c.Client())
+	ctx := harness.Ctx(t, opTimeout)
+	harness.WaitFor(t, opTimeout, "node 3 to lead both partitions again", func() bool {
+		if _, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{franz: {0: {}}, rdkafka: {0: {}}}); err != nil {
+			t.Logf("elect preferred leaders: %v", err)
+		}
+		for _, topic := range topics {
+			if st, err := c.Partition(topic, 0); err != nil || st.Leader != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	waitMore("acknowledgements with node 3 leading again")
+
+	n := franzAcks.Finish()
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rdAcks.Wait(4 * time.Minute)
+	if got, sent := rdAcks.Count(), rdAcks.Sent(); got != sent {
+		t.Fatalf("librdkafka: %d of %d records acknowledged", got, sent)
+	}
+	if got := franzAcks.CheckExactlyOnce(c.Bootstrap(), 0); got != n {
+		t.Fatalf("franz-go: %d records stored, want %d", got, n)
+	}
+	harness.CheckExactlyOnce(t, c.Bootstrap(), rdkafka, 0, 0, rdAcks.AckLog)
+	for _, topic := range topics {
+		waitSameLogs(t, c, topic, 0)
+	}
+}
+
+// startRdkafkaStream streams "0", "1", ... to partition 0 of topic through
+// librdkafka's idempotent acks=all producer (confluent-kafka-python), one
+// record every 5 ms, until the file stop exists.
+func startRdkafkaStream(t *testing.T, c *harness.Cluster, topic, stop string) *harness.PyProducer {
+	t.Helper()
+	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
+		t.Skipf("%s cannot import confluent_kafka (scripts/install-test-deps.sh installs python3-confluent-kafka): %v", python, err)
+	}
+	return harness.StartPyProducer(t, python, "../idempotence/testdata/idem_producer.py",
+		strings.Join(c.Bootstrap(), ","), topic, "0", "5", stop)
+}
