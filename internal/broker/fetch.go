@@ -305,6 +305,7 @@ func (f *fetchState) readPartition(img *metadata.Image, p *replica.Partition, rp
 			CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
 			FetchOffset:        rp.FetchOffset,
 			MaxBytes:           int(min(limit, 1<<31-1)),
+			CannotWrite:        rp.PartitionMaxBytes == 0,
 		})
 	} else {
 		if err := p.CheckLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {

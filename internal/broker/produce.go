@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -27,7 +28,17 @@ type ackWait struct {
 	sp    *kmsg.ProduceResponseTopicPartition // its answer in the response
 	epoch int32
 	last  int64
+	// handOver: nothing was appended (a storage error, already in sp);
+	// the leader is handing the partition over, and the wait is for
+	// that, at most handOverWait, to answer NOT_LEADER_OR_FOLLOWER
+	// naming the new leader instead.
+	handOver bool
 }
+
+// handOverWait bounds a produce's wait for its leader's hand-over (a
+// storage error): the controller usually decides in milliseconds; past
+// this the storage error is answered, which clients retry too.
+const handOverWait = 2 * time.Second
 
 // pendingAppend is a partition's batches that passed the checks, to be
 // appended once the response's skeleton is built.
@@ -307,6 +318,13 @@ func (b *Broker) produceOne(topic string, rp kmsg.ProduceRequestTopicPartition, 
 		} else {
 			b.log.Debug("produce rejected", slog.String("topic", topic), slog.Int("partition", int(rp.Partition)), slog.Any("err", err))
 		}
+		// The producer is better sent to the new leader than told to
+		// retry here: franz-go refreshes its metadata before retrying a
+		// storage error, seconds later, but follows a KIP-951 hint at
+		// once. acks=0 has no answer to improve.
+		if acks != 0 && errors.Is(err, replica.ErrHandingOver) {
+			return ackWait{p: p, epoch: info.LeaderEpoch, handOver: true}, true
+		}
 		return ackWait{}, false
 	}
 	b.events().Produced(topic, int64(len(rp.Records)), info.NumRecords)
@@ -329,24 +347,44 @@ func (b *Broker) awaitAcks(ctx context.Context, waits []ackWait, timeout time.Du
 		a.sp.ErrorMessage = errorMessage(err)
 		a.sp.BaseOffset, a.sp.LogAppendTime = -1, -1
 	}
+	start := time.Now()
+	deadline := func(a ackWait) time.Time {
+		if a.handOver {
+			return start.Add(min(timeout, handOverWait))
+		}
+		return start.Add(timeout)
+	}
 	// settle answers the partitions whose batches are committed (or can
-	// no longer be) and keeps the others.
-	settle := func(waits []ackWait) []ackWait {
+	// no longer be), whose leader handed over, or whose time is up, and
+	// keeps the others.
+	settle := func(waits []ackWait, now time.Time) []ackWait {
 		open := waits[:0]
 		for _, a := range waits {
+			if a.handOver {
+				switch {
+				case !a.p.Leads(a.epoch):
+					fail(a, fmt.Errorf("%w: handed over after a storage error", replica.ErrNotLeader))
+				case now.Before(deadline(a)):
+					open = append(open, a)
+				} // else the storage error stays the answer
+				continue
+			}
 			done, err := a.p.AckState(a.epoch, a.last)
 			switch {
-			case !done:
-				open = append(open, a)
-			case err != nil:
+			case done && err != nil:
 				fail(a, err)
+			case done:
+			case now.Before(deadline(a)):
+				open = append(open, a)
+			default:
+				fail(a, fmt.Errorf("%w: batch at %d not replicated to the in-sync replicas within %v", kerr.RequestTimedOut, a.last, timeout))
 			}
 		}
 		return open
 	}
 	// A leader alone in its ISR committed at its append: answer without
 	// registering a waiter (or arming a timer) for nothing.
-	if waits = settle(waits); len(waits) == 0 {
+	if waits = settle(waits, time.Now()); len(waits) == 0 {
 		return
 	}
 	w := replica.NewWaiter()
@@ -354,19 +392,35 @@ func (b *Broker) awaitAcks(ctx context.Context, waits []ackWait, timeout time.Du
 	for _, a := range waits {
 		w.Watch(a.p, replica.HighWatermark)
 	}
-	timer := time.NewTimer(timeout)
+	next := func() time.Duration {
+		first := deadline(waits[0])
+		for _, a := range waits[1:] {
+			if d := deadline(a); d.Before(first) {
+				first = d
+			}
+		}
+		return time.Until(first)
+	}
+	timer := time.NewTimer(next())
 	defer timer.Stop()
 	for {
 		// Checked again after Watch: a commit in between is not missed.
-		if waits = settle(waits); len(waits) == 0 {
+		if waits = settle(waits, time.Now()); len(waits) == 0 {
 			return
 		}
 		if w.Wait(ctx, timer.C) {
 			continue
 		}
-		for _, a := range waits {
-			fail(a, fmt.Errorf("%w: batch at %d not replicated to the in-sync replicas within %v", kerr.RequestTimedOut, a.last, timeout))
+		if ctx.Err() != nil {
+			for _, a := range waits {
+				fail(a, fmt.Errorf("%w: batch at %d: %w", kerr.RequestTimedOut, a.last, ctx.Err()))
+			}
+			return
 		}
-		return
+		// A deadline passed (settle answers it); wait for the next.
+		if waits = settle(waits, time.Now()); len(waits) == 0 {
+			return
+		}
+		timer.Reset(next())
 	}
 }

@@ -37,10 +37,16 @@ type FollowerState struct {
 	// LatestEpoch is the newest epoch in the local leader epoch cache
 	// (-1 if none), what the fetcher asks the leader about.
 	LatestEpoch int32
+	// CannotWrite, if set, is why the log cannot take writes now (a full
+	// disk: storage.Log.Writable). The fetcher then asks for no data and
+	// tells the leader so (FollowerFetch.CannotWrite): its fetch offset
+	// would otherwise say it is caught up whenever the leader has
+	// nothing newer, the leader would keep it in (or add it to) the ISR,
+	// and its failing appends would hold the high watermark.
+	CannotWrite error
 }
 
-// FollowerState returns the replica's follower state, or ErrNotFollower,
-// or a storage error while the log cannot take writes.
+// FollowerState returns the replica's follower state, or ErrNotFollower.
 func (p *Partition) FollowerState() (FollowerState, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
@@ -53,13 +59,6 @@ func (p *Partition) FollowerState() (FollowerState, error) {
 	if leader || st.LeaderID < 0 {
 		return FollowerState{}, ErrNotFollower
 	}
-	// A log that cannot take writes does not fetch: its fetch offset
-	// would tell the leader it is caught up, the leader would add it to
-	// the ISR, and its failing appends would hold the high watermark
-	// (storage.Log.Writable).
-	if err := p.log.Writable(); err != nil {
-		return FollowerState{}, fmt.Errorf("follow: %w", err)
-	}
 	latest, _, ok := p.log.LeaderEpochs().Latest()
 	if !ok {
 		latest = -1
@@ -70,6 +69,7 @@ func (p *Partition) FollowerState() (FollowerState, error) {
 		LogEnd:      p.log.LogEndOffset(),
 		LogStart:    p.log.LogStartOffset(),
 		LatestEpoch: latest,
+		CannotWrite: p.log.Writable(),
 	}, nil
 }
 

@@ -40,6 +40,9 @@ func TestHandOverAfterStorageError(t *testing.T) {
 	for {
 		_, err := p.AppendAsLeader(batch(t, 50), 1)
 		if errors.Is(err, storage.ErrStorage) {
+			if !errors.Is(err, ErrHandingOver) {
+				t.Fatalf("the failed append does not say the leader hands over: %v", err)
+			}
 			break
 		}
 		if err != nil {
@@ -55,8 +58,11 @@ func TestHandOverAfterStorageError(t *testing.T) {
 	}
 	// While the proposal is in flight, more failures propose nothing,
 	// and the high watermark still counts this broker.
-	if _, err := p.AppendAsLeader(batch(t, 1), 1); !errors.Is(err, storage.ErrStorage) {
+	if _, err := p.AppendAsLeader(batch(t, 1), 1); !errors.Is(err, storage.ErrStorage) || !errors.Is(err, ErrHandingOver) {
 		t.Fatalf("second append: %v", err)
+	}
+	if !p.Leads(0) {
+		t.Fatal("no longer leads before the controller decided")
 	}
 	if len(props.got) != 0 {
 		t.Fatalf("proposed again while one is in flight: %v", props.got)
@@ -69,6 +75,9 @@ func TestHandOverAfterStorageError(t *testing.T) {
 	}
 	if _, err := p.AppendAsLeader(batch(t, 1), 1); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("append after the hand-over: %v, want ErrNotLeader", err)
+	}
+	if p.Leads(0) || p.Leads(1) {
+		t.Fatal("still leads after the hand-over")
 	}
 }
 
@@ -103,5 +112,42 @@ func TestHandOverNeedsAnotherLeader(t *testing.T) {
 	p.ISRChangeFailed(c.PartitionEpoch)
 	if to := handOver(p); !slices.Equal(to, []int32{2, 3}) {
 		t.Fatalf("after a refusal: proposed %v", to)
+	}
+}
+
+// TestFollowerThatCannotWrite: a follower fetch that says its log cannot
+// take writes takes the follower out of the ISR at once, and never brings
+// it back in, however caught up its fetch offset looks.
+func TestFollowerThatCannotWrite(t *testing.T) {
+	p, _, props := leaderOf(t, []int32{1, 2, 3}, 2)
+	if _, err := p.AppendAsLeader(batch(t, 3), 1); err != nil {
+		t.Fatal(err)
+	}
+	fetch(t, p, 2, 3)
+	fetch(t, p, 3, 3)
+	if hw := p.Offsets().HighWater; hw != 3 {
+		t.Fatalf("high watermark %d, want 3", hw)
+	}
+	cannot := func(id int32, offset int64) {
+		t.Helper()
+		if _, _, err := p.ReadForFollower(FollowerFetch{ReplicaID: id, CurrentLeaderEpoch: -1, FetchOffset: offset, CannotWrite: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cannot(2, 3)
+	c := props.take(t)
+	if !slices.Equal(c.ISR, []int32{1, 3}) {
+		t.Fatalf("proposal %v, want [1 3]", c.ISR)
+	}
+	commit(t, p, c)
+	// Caught up as far as its offset tells, it still stays out.
+	cannot(2, 3)
+	if len(props.got) != 0 {
+		t.Fatalf("proposed %v for a follower that cannot write", props.got)
+	}
+	// Once it can write again, its fetches bring it back.
+	fetch(t, p, 2, 3)
+	if c := props.take(t); !slices.Equal(c.ISR, []int32{1, 2, 3}) {
+		t.Fatalf("proposal %v after it can write, want [1 2 3]", c.ISR)
 	}
 }

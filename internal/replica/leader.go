@@ -94,9 +94,13 @@ func (p *Partition) AppendCheckedAsLeader(records []byte, checked recordbatch.Ch
 		if errors.Is(err, storage.ErrStorage) {
 			p.mu.Lock()
 			to := p.handOverLocked()
+			handing := p.handingOver
 			p.mu.Unlock()
 			if to != nil {
 				p.logger.Warn("handing the leadership over after a storage error", slog.Any("isr", to), slog.Any("err", err))
+			}
+			if handing {
+				err = fmt.Errorf("%w: %w", ErrHandingOver, err)
 			}
 		}
 		return Appended{AppendInfo: info, LeaderEpoch: epoch}, err
@@ -133,6 +137,11 @@ type FollowerFetch struct {
 	CurrentLeaderEpoch int32 // -1: not given
 	FetchOffset        int64 // the follower's log end offset
 	MaxBytes           int
+	// CannotWrite: the follower's log cannot take writes (it asked for
+	// no data: PartitionMaxBytes 0, which a weir follower sends for
+	// nothing else). Its fetch says nothing of its progress, and it
+	// leaves the ISR at once instead of after replica.lag.time.max.ms.
+	CannotWrite bool
 }
 
 // ReadForFollower serves a follower: it records the follower's log end
@@ -151,6 +160,15 @@ func (p *Partition) ReadForFollower(f FollowerFetch) (storage.ReadResult, Offset
 		return storage.ReadResult{}, Offsets{}, fmt.Errorf("%w: broker %d fetching %s-%d (replicas %v)", ErrNotReplica, f.ReplicaID, p.tp.Topic, p.tp.Partition, p.st.Replicas)
 	}
 	leo := p.log.LogEndOffset()
+	if f.CannotWrite {
+		dropped := p.dropFromISRLocked(fs.id)
+		o := p.offsetsLocked()
+		p.mu.Unlock()
+		if dropped {
+			p.logger.Warn("follower cannot write; taking it out of the ISR", slog.Int("follower", int(fs.id)))
+		}
+		return storage.ReadResult{}, o, nil
+	}
 	if f.FetchOffset <= leo && f.FetchOffset >= p.log.LogStartOffset() {
 		// An offset outside the log is answered OFFSET_OUT_OF_RANGE
 		// below and tells nothing about the follower's progress.
@@ -244,7 +262,20 @@ func (p *Partition) handOverLocked() []int32 {
 		return nil
 	}
 	p.proposeLocked(others, slices.Clone(p.st.ISR))
+	p.handingOver = true
 	return others
+}
+
+// dropFromISRLocked proposes the ISR without follower id now, if it is in
+// it and no change is in flight (the next fetch tries again); it reports
+// whether it did.
+func (p *Partition) dropFromISRLocked(id int32) bool {
+	if !p.leader || p.isr == nil || p.pendingISR != nil || !slices.Contains(p.st.ISR, id) {
+		return false
+	}
+	keep := slices.DeleteFunc(slices.Clone(p.st.ISR), func(m int32) bool { return m == id })
+	p.proposeLocked(keep, slices.Clone(p.st.ISR))
+	return true
 }
 
 // proposeLocked sends an ISR change; maximal is the ISR the high
@@ -268,8 +299,20 @@ func (p *Partition) ISRChangeFailed(partitionEpoch int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.st.PartitionEpoch == partitionEpoch {
-		p.pendingISR = nil
+		p.clearPendingLocked()
 	}
+}
+
+// clearPendingLocked forgets the proposal in flight.
+func (p *Partition) clearPendingLocked() {
+	p.pendingISR, p.handingOver = nil, false
+}
+
+// Leads reports whether this replica still leads at leaderEpoch.
+func (p *Partition) Leads(leaderEpoch int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.removed && p.leader && p.st.LeaderEpoch == leaderEpoch
 }
 
 // AcksAllMayWait reports whether an acks=-1 append here may have to wait

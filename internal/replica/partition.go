@@ -33,6 +33,10 @@ var (
 	ErrUnknownLeaderEpoch = errors.New("unknown leader epoch")                                             // UNKNOWN_LEADER_EPOCH
 	ErrNotReplica         = errors.New("broker is not a replica of the partition")                         // NOT_LEADER_OR_FOLLOWER to the fetcher
 	ErrRemoved            = errors.New("partition removed from this broker")
+	// ErrHandingOver wraps the storage error of an append that made this
+	// leader hand the partition over (or found it doing so): the producer
+	// may wait for the move and be sent to the new leader.
+	ErrHandingOver = errors.New("handing the leadership over after a storage error")
 )
 
 // DefaultLagMax is Kafka's replica.lag.time.max.ms default.
@@ -70,9 +74,12 @@ type Partition struct {
 	// be elected as soon as the change commits, so it must already hold
 	// everything below the HW; one being removed still counts until then.
 	pendingISR []int32
-	hw         int64
-	watchers   map[*Waiter]Event
-	removed    bool
+	// handingOver: the change in flight is handOverLocked's, which
+	// takes this broker out of the ISR and the lead.
+	handingOver bool
+	hw          int64
+	watchers    map[*Waiter]Event
+	removed     bool
 }
 
 // State is what the metadata says about this partition.
@@ -177,12 +184,12 @@ func (p *Partition) Update(s State) (Transition, error) {
 	if p.pendingISR != nil && s.PartitionEpoch != prev.PartitionEpoch {
 		// The controller answered our proposal (or overrode it): the
 		// committed ISR is authoritative again.
-		p.pendingISR = nil
+		p.clearPendingLocked()
 	}
 	switch tr {
 	case BecameLeader:
 		p.epochStart = leo
-		p.pendingISR = nil
+		p.clearPendingLocked()
 		p.followers = map[int32]*follower{}
 		now := p.now()
 		for _, id := range s.Replicas {
@@ -192,7 +199,7 @@ func (p *Partition) Update(s State) (Transition, error) {
 		}
 	case BecameFollower:
 		p.followers = map[int32]*follower{}
-		p.pendingISR = nil
+		p.clearPendingLocked()
 	}
 	if leader {
 		// Replicas added by a reassignment get a follower entry; those it

@@ -19,6 +19,9 @@ type sentPartition struct {
 	p        *partition
 	offset   int64 // the fetch offset: the local log end when sent
 	answered bool
+	// noData: the local log cannot take writes; the fetch asked for
+	// nothing (PartitionMaxBytes 0), which tells the leader so.
+	noData bool
 }
 
 // fetch sends one Fetch for the given partitions and applies the answer.
@@ -137,8 +140,14 @@ func (f *fetcher) buildFetch(parts []*partition, budget int64, due time.Time) (*
 		if !ok {
 			continue
 		}
+		p.noteWritable(fs.CannotWrite)
 		maxBytes := cfg.PartitionMaxBytes
-		if p.throttled.Load() {
+		switch {
+		case fs.CannotWrite != nil:
+			// Asks for nothing, which tells the leader this log cannot
+			// take writes (replica.FollowerFetch.CannotWrite).
+			maxBytes = 0
+		case p.throttled.Load():
 			if budget <= 0 {
 				continue
 			}
@@ -164,7 +173,7 @@ func (f *fetcher) buildFetch(parts []*partition, budget int64, due time.Time) (*
 		rp.LogStartOffset = fs.LogStart
 		rp.PartitionMaxBytes = maxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		sent = append(sent, sentPartition{p: p, offset: fs.LogEnd})
+		sent = append(sent, sentPartition{p: p, offset: fs.LogEnd, noData: fs.CannotWrite != nil})
 	}
 	return req, sent, drops
 }
@@ -212,6 +221,9 @@ func (f *fetcher) applyData(s *sentPartition, rp *kmsg.FetchResponseTopicPartiti
 	if err != nil {
 		p.delay(f.m.cfg.Backoff, fmt.Errorf("fetch at offset %d: %w", s.offset, err), false)
 		return false
+	}
+	if s.noData {
+		records = nil // asked for none: whatever came is not for a log that cannot take it
 	}
 	end := fs.LogEnd
 	if p.throttled.Load() {

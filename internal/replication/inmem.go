@@ -386,6 +386,7 @@ func (c *inmemClient) fillFetch(b *inmemBroker, req *kmsg.FetchRequest, replicaI
 				CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
 				FetchOffset:        rp.FetchOffset,
 				MaxBytes:           int(max(limit, 1)),
+				CannotWrite:        rp.PartitionMaxBytes == 0,
 			})
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = o.HighWater, o.HighWater, o.LogStart
 			var data []byte

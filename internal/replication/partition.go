@@ -118,6 +118,9 @@ type partition struct {
 	// disagreements counts the answers in a row that said the leader's
 	// metadata and ours disagree (delayAfter).
 	disagreements int
+	// cannotWrite: the last fetch was built for a log that cannot take
+	// writes (noteWritable).
+	cannotWrite bool
 	// loggedAt is the level lastErr was logged at.
 	loggedAt slog.Level
 
@@ -311,5 +314,25 @@ func (p *partition) stop(err error) {
 		} else {
 			p.log.Info("stopped following: replica moved to another leader or epoch", "err", err)
 		}
+	}
+}
+
+// noteWritable records whether the local log can take writes (err nil)
+// as a fetch is built, logging each change once: while it cannot, the
+// fetches ask for no data and the leader takes this replica out of the
+// ISR (replica.FollowerFetch.CannotWrite).
+func (p *partition) noteWritable(err error) {
+	p.mu.Lock()
+	was := p.cannotWrite
+	p.cannotWrite = err != nil
+	if err != nil {
+		p.lastErr = err
+	}
+	p.mu.Unlock()
+	switch {
+	case err != nil && !was:
+		p.log.Warn("local log cannot take writes; fetching no data until it can", "err", err)
+	case err == nil && was:
+		p.log.Info("local log takes writes again; fetching")
 	}
 }

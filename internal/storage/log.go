@@ -135,6 +135,7 @@ type Log struct {
 	// outOfRoom is the last write's lack of room (ENOSPC, EDQUOT), until
 	// a write succeeds or Writable's probe finds room (room.go).
 	outOfRoom error
+	probedAt  time.Time // the last probe for room (room.go)
 	// refusing is set while any of torn, syncFailed and outOfRoom is:
 	// Writable's fast path.
 	refusing       atomic.Bool

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 )
 
 // Writable and the room probe: what a follower asks before fetching.
@@ -22,8 +23,12 @@ import (
 // the log is then taken as writable and the next write tells.
 
 // probeBytes is the room a probe asks for: one follower fetch of a
-// partition (replica.fetch.max.bytes' default).
-const probeBytes = 1 << 20
+// partition (replica.fetch.max.bytes' default). probeInterval spaces the
+// probes of one log: a follower asks before every fetch it builds.
+const (
+	probeBytes    = 1 << 20
+	probeInterval = 100 * time.Millisecond
+)
 
 // noteWriteLocked records the outcome of a write: a lack of room makes
 // Writable probe, a success ends that.
@@ -59,9 +64,15 @@ func (l *Log) Writable() error {
 	if l.outOfRoom == nil {
 		return nil
 	}
+	now := time.Now()
+	if now.Sub(l.probedAt) < probeInterval {
+		return fmt.Errorf("%s: %w: no room: %w", l.dir, ErrStorage, l.outOfRoom)
+	}
+	l.probedAt = now
 	seg := l.active()
 	if err := seg.file.probeRoom(seg.size.Load(), probeBytes); err != nil {
-		return fmt.Errorf("%s: %w: no room for %d bytes: %w", l.dir, ErrStorage, probeBytes, err)
+		l.outOfRoom = err
+		return fmt.Errorf("%s: %w: no room: %w", l.dir, ErrStorage, err)
 	}
 	l.outOfRoom = nil
 	l.refusing.Store(false)

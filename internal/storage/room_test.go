@@ -69,8 +69,15 @@ func TestWritableProbesForRoom(t *testing.T) {
 	if err := os.Remove(ballast); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Writable(); err != nil {
-		t.Fatalf("Writable with room again: %v", err)
+	// Probes are spaced (probeInterval): the next one finds the room.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		err := l.Writable()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Writable with room again: %v", err)
+		}
 	}
 	mustAppend(t, l, makeBatch(t, 2, 100, 1, "after"), 0)
 	if got := readAll(t, l, 0); got[len(got)-1].base != end {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,29 +14,34 @@ import (
 	"github.com/weir-project/weir/test/harness"
 )
 
-// TestFullDiskLeaderHandsOver: node 3's log dir is a small tmpfs, and it
-// leads two partitions, each under an idempotent acks=all stream (franz-go
-// on one, librdkafka on the other; RF 3, min.insync.replicas 2). When
-// the disk fills up, node 3's appends fail with a storage error, and it
-// hands both leaderships over to another member of the ISR, leaving the
-// ISR itself: the streams go on being acknowledged while node 3 is a
-// follower that cannot write. (Kafka would take the log dir offline and,
-// as it is the node's only one, stop the broker.) Once space is freed,
-// node 3 catches up, rejoins the ISR and, elected preferred leader again,
-// leads. Every acknowledged record is read back exactly once, in order,
-// and the three replicas' logs hold the same batches.
+// TestFullDiskLeaderHandsOver: node 3's log dir is a small tmpfs; it
+// leads two partitions and follows a third, each under an idempotent
+// acks=all stream (franz-go on two, librdkafka on one; RF 3,
+// min.insync.replicas 2). When the disk fills up, node 3's appends fail
+// with a storage error: it hands both leaderships over to another member
+// of the ISR, leaving the ISR itself, and as a follower it tells its
+// leader it cannot write, which takes it out of that ISR at once
+// (replica.lag.time.max.ms is ten minutes here, so nothing else could).
+// The streams go on being acknowledged while node 3 cannot write. (Kafka
+// would take the log dir offline and, as it is the node's only one, stop
+// the broker.) Once space is freed, node 3 catches up, rejoins the ISRs
+// and, elected preferred leader again, leads. Every acknowledged record is
+// read back exactly once, in order, and the three replicas' logs hold the
+// same batches.
 func TestFullDiskLeaderHandsOver(t *testing.T) {
 	disk := harness.MountTmpfs(t, 32)
-	c := harness.StartClusterDisk(t, 3, 3, disk)
-	const franz, rdkafka = "full-franz", "full-rdkafka"
-	topics := []string{franz, rdkafka}
-	for _, topic := range topics {
+	c := harness.StartClusterDisk(t, 3, 3, disk, "replica.lag.time.max.ms=600000")
+	const franz, rdkafka, followed = "full-franz", "full-rdkafka", "full-followed"
+	topics := []string{franz, rdkafka, followed}
+	for _, topic := range topics[:2] {
 		createAssignedTopic(t, c, topic, [][]int32{{3, 1, 2}}, minISR2())
 	}
+	createAssignedTopic(t, c, followed, [][]int32{{1, 3, 2}}, minISR2())
 	franzAcks := harness.StartAckStream(t, c, harness.StreamConfig{Topic: franz, Pace: 5 * time.Millisecond})
 	stop := filepath.Join(t.TempDir(), "stop")
 	rdAcks := startRdkafkaStream(t, c, rdkafka, stop)
-	streams := []*harness.AckLog{franzAcks.AckLog, rdAcks.AckLog}
+	followedAcks := harness.StartAckStream(t, c, harness.StreamConfig{Topic: followed, Pace: 5 * time.Millisecond})
+	streams := []*harness.AckLog{franzAcks.AckLog, rdAcks.AckLog, followedAcks.AckLog}
 	waitMore := func(what string) {
 		t.Helper()
 		for i, acks := range streams {
@@ -48,8 +54,11 @@ func TestFullDiskLeaderHandsOver(t *testing.T) {
 	ballast := harness.FillDisk(t, disk)
 	for _, topic := range topics {
 		c.WaitPartition(topic, 0, opTimeout, "a leader other than node 3, and node 3 out of the ISR", func(st harness.PartitionState) bool {
-			return st.Leader > 0 && st.Leader != 3 && len(st.ISR) == 2
+			return st.Leader > 0 && st.Leader != 3 && len(st.ISR) == 2 && !slices.Contains(st.ISR, 3)
 		})
+	}
+	if lines := logLines(c.Node(1), 0, "follower cannot write; taking it out of the ISR", followed); len(lines) == 0 {
+		t.Fatalf("node 1 did not log taking node 3 out of %s's ISR", followed)
 	}
 	if lines := logLines(c.Node(3), 0, "handing the leadership over after a storage error"); len(lines) < 2 {
 		t.Fatalf("node 3 logged %d hand-overs, want one per partition:\n%s", len(lines), strings.Join(lines, "\n"))
@@ -58,7 +67,7 @@ func TestFullDiskLeaderHandsOver(t *testing.T) {
 	waitMore("acknowledgements with node 3's disk full")
 	for i, acks := range streams {
 		gap, _ := acks.LongestGap(filled, time.Now())
-		t.Logf("%s: leaders moved %v after the disk filled; longest time without an acknowledgement %v",
+		t.Logf("%s: node 3 out of the lead and the ISR %v after the disk filled; longest time without an acknowledgement %v",
 			topics[i], moved.Sub(filled).Round(time.Millisecond), gap.Round(time.Millisecond))
 	}
 
@@ -74,7 +83,7 @@ func TestFullDiskLeaderHandsOver(t *testing.T) {
 		if _, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{franz: {0: {}}, rdkafka: {0: {}}}); err != nil {
 			t.Logf("elect preferred leaders: %v", err)
 		}
-		for _, topic := range topics {
+		for _, topic := range topics[:2] {
 			if st, err := c.Partition(topic, 0); err != nil || st.Leader != 3 {
 				return false
 			}
@@ -84,6 +93,7 @@ func TestFullDiskLeaderHandsOver(t *testing.T) {
 	waitMore("acknowledgements with node 3 leading again")
 
 	n := franzAcks.Finish()
+	nf := followedAcks.Finish()
 	if err := os.WriteFile(stop, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +105,9 @@ func TestFullDiskLeaderHandsOver(t *testing.T) {
 		t.Fatalf("franz-go: %d records stored, want %d", got, n)
 	}
 	harness.CheckExactlyOnce(t, c.Bootstrap(), rdkafka, 0, 0, rdAcks.AckLog)
+	if got := followedAcks.CheckExactlyOnce(c.Bootstrap(), 0); got != nf {
+		t.Fatalf("%s: %d records stored, want %d", followed, got, nf)
+	}
 	for _, topic := range topics {
 		waitSameLogs(t, c, topic, 0)
 	}
