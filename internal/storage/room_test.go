@@ -1,13 +1,12 @@
 package storage
 
 import (
-	"context"
 	"errors"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/weir-project/weir/internal/tmpfs"
 )
 
 // TestWritableProbesForRoom: on a small tmpfs filled up, an append fails
@@ -15,23 +14,16 @@ import (
 // once space is freed, Writable says the log is writable again (without
 // an append) and appends succeed. Root only (mount).
 func TestWritableProbesForRoom(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs")
-	}
-	dir := filepath.Join(t.TempDir(), "disk")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("mount a tmpfs: %v: %s", err, out)
+	disk, err := tmpfs.Mount(filepath.Join(t.TempDir(), "disk"), 4)
+	if err != nil {
+		t.Skipf("needs a small tmpfs: %v", err)
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount: %v: %s", err, out)
+		if err := disk.Unmount(); err != nil {
+			t.Error(err)
 		}
 	})
+	dir := disk.Dir
 	l := openLog(t, filepath.Join(dir, "t-0"), testConfig())
 	t.Cleanup(func() { l.Close() })
 	if err := l.Writable(); err != nil {
@@ -39,15 +31,9 @@ func TestWritableProbesForRoom(t *testing.T) {
 	}
 	mustAppend(t, l, makeBatch(t, 2, 100, 1, "before"), 0)
 
-	ballast := filepath.Join(dir, "ballast")
-	f, err := os.Create(ballast)
-	if err != nil {
+	if _, err := disk.Fill(); err != nil {
 		t.Fatal(err)
 	}
-	for err == nil {
-		_, err = f.Write(make([]byte, 4096))
-	}
-	f.Close()
 	var appendErr error
 	for i := 0; appendErr == nil; i++ {
 		if i > 10000 {
@@ -66,7 +52,7 @@ func TestWritableProbesForRoom(t *testing.T) {
 		t.Fatal("the probe changed the log")
 	}
 
-	if err := os.Remove(ballast); err != nil {
+	if err := disk.Free(); err != nil {
 		t.Fatal(err)
 	}
 	// Probes are spaced (probeInterval): the next one finds the room.

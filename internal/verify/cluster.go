@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-project/weir/internal/localcluster"
+	"github.com/weir-project/weir/internal/tmpfs"
 )
 
 // env is the cluster under test: a local one this run started (lc set),
@@ -27,7 +28,7 @@ type env struct {
 	obs       *observer
 	ids       []int32
 
-	disk     *tmpfs // the disk-full node's log dir, if any
+	disk     *tmpfs.Disk // the disk-full node's log dir, if any
 	diskNode int32
 	dataDir  string
 	tempData bool
@@ -93,7 +94,7 @@ func startLocal(ctx context.Context, o Options, logf func(string, ...any)) (_ *e
 		// the big disk, so the metadata quorum is never what fills up.
 		n := lc.Nodes[len(lc.Nodes)-1]
 		mount := filepath.Join(n.Dir, "disk")
-		if e.disk, err = mountTmpfs(mount, diskMiB); err != nil {
+		if e.disk, err = tmpfs.Mount(mount, diskMiB); err != nil {
 			logf("disk-full fault skipped: %v", err)
 			skipped = append(skipped, FaultDiskFull+": "+err.Error())
 			err = nil
@@ -164,7 +165,7 @@ func (e *env) stop(logf func(string, ...any)) {
 		e.lc.Close()
 	}
 	if e.disk != nil {
-		if err := e.disk.unmount(); err != nil {
+		if err := e.disk.Unmount(); err != nil {
 			logf("%v", err)
 		}
 	}

@@ -78,7 +78,7 @@ func (f *killFault) start(ctx context.Context) (int32, string, error) {
 func (n *nemesis) damage(node *localcluster.Node, d draws, fn func(dir string, topics []string, rng *rand.Rand) (string, error)) (string, error) {
 	dir := node.Dir
 	if node.ID == n.e.diskNode && n.e.disk != nil {
-		dir = filepath.Join(n.e.disk.dir, "logs")
+		dir = filepath.Join(n.e.disk.Dir, "logs")
 	}
 	return fn(dir, append(names(n.topics), "__consumer_offsets"), rand.New(rand.NewPCG(d.seed, 1)))
 }
@@ -155,7 +155,7 @@ func (f *partitionFault) heal(context.Context) (string, error) {
 type diskFault struct{ n *nemesis }
 
 func (f *diskFault) start(context.Context) (int32, string, error) {
-	size, err := f.n.e.disk.fill()
+	size, err := f.n.e.disk.Fill()
 	if err != nil {
 		return 0, "", err
 	}
@@ -163,7 +163,7 @@ func (f *diskFault) start(context.Context) (int32, string, error) {
 }
 
 func (f *diskFault) heal(context.Context) (string, error) {
-	return "ballast removed", f.n.e.disk.free()
+	return "ballast removed", f.n.e.disk.Free()
 }
 
 // loseFault is --unsafe's demonstration, built so that loss is certain,

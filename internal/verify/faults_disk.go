@@ -1,89 +1,18 @@
 package verify
 
 import (
-	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
-	"time"
 )
 
 // diskMiB is the size of the disk-full node's tmpfs: ten times what a
 // ten-minute run writes to one node, small enough to fill in a moment.
 const diskMiB = 128
-
-// tmpfs is a small size-limited filesystem mounted for one node's log
-// dir (root only).
-type tmpfs struct{ dir string }
-
-func mountTmpfs(dir string, sizeMiB int) (*tmpfs, error) {
-	if os.Geteuid() != 0 {
-		return nil, errors.New("mounting a small tmpfs needs root")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%dm", sizeMiB), "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("mount tmpfs on %s: %v: %s", dir, err, strings.TrimSpace(string(out)))
-	}
-	return &tmpfs{dir: dir}, nil
-}
-
-func (t *tmpfs) unmount() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "umount", t.dir).CombinedOutput(); err != nil {
-		return fmt.Errorf("umount %s: %v: %s", t.dir, err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
-func (t *tmpfs) ballast() string { return filepath.Join(t.dir, "ballast") }
-
-// fill writes a ballast file until the filesystem refuses another byte,
-// and returns its size.
-func (t *tmpfs) fill() (int64, error) {
-	f, err := os.OpenFile(t.ballast(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return 0, fmt.Errorf("ballast: %w", err)
-	}
-	defer f.Close()
-	var n int64
-	// Big writes first, then ever smaller ones, down to one byte: tmpfs
-	// gives space by pages, and a half-used page still takes bytes.
-	for _, size := range []int{1 << 20, 64 << 10, 4 << 10, 512, 1} {
-		buf := make([]byte, size)
-		for {
-			w, err := f.Write(buf)
-			n += int64(w)
-			if errors.Is(err, syscall.ENOSPC) {
-				break
-			}
-			if err != nil {
-				return n, fmt.Errorf("ballast: %w", err)
-			}
-		}
-	}
-	return n, nil
-}
-
-// free removes the ballast.
-func (t *tmpfs) free() error {
-	if err := os.Remove(t.ballast()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("ballast: %w", err)
-	}
-	return nil
-}
 
 // tear appends garbage to the active (last) segment of every partition
 // of the given topics in a stopped node's log dirs, as a crash in the

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/weir-project/weir/internal/tmpfs"
 )
 
 // A run that dies without its cleanup (kill -9 of verify itself) leaves
@@ -38,7 +40,7 @@ func cleanStale() []string {
 		}
 		clean := true
 		for _, m := range mountsUnder(dir) {
-			if err := (&tmpfs{dir: m}).unmount(); err != nil {
+			if err := (&tmpfs.Disk{Dir: m}).Unmount(); err != nil {
 				clean = false
 			}
 		}

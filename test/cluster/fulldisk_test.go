@@ -30,7 +30,7 @@ import (
 // same batches.
 func TestFullDiskLeaderHandsOver(t *testing.T) {
 	disk := harness.MountTmpfs(t, 32)
-	c := harness.StartClusterDisk(t, 3, 3, disk, "replica.lag.time.max.ms=600000")
+	c := harness.StartClusterDisk(t, 3, 3, disk.Dir, "replica.lag.time.max.ms=600000")
 	const franz, rdkafka, followed = "full-franz", "full-rdkafka", "full-followed"
 	topics := []string{franz, rdkafka, followed}
 	for _, topic := range topics[:2] {
@@ -51,7 +51,9 @@ func TestFullDiskLeaderHandsOver(t *testing.T) {
 	waitMore("acknowledgements before the disk fills")
 
 	filled := time.Now()
-	ballast := harness.FillDisk(t, disk)
+	if _, err := disk.Fill(); err != nil {
+		t.Fatal(err)
+	}
 	for _, topic := range topics {
 		c.WaitPartition(topic, 0, opTimeout, "a leader other than node 3, and node 3 out of the ISR", func(st harness.PartitionState) bool {
 			return st.Leader > 0 && st.Leader != 3 && len(st.ISR) == 2 && !slices.Contains(st.ISR, 3)
@@ -71,7 +73,7 @@ func TestFullDiskLeaderHandsOver(t *testing.T) {
 			topics[i], moved.Sub(filled).Round(time.Millisecond), gap.Round(time.Millisecond))
 	}
 
-	if err := os.Remove(ballast); err != nil {
+	if err := disk.Free(); err != nil {
 		t.Fatal(err)
 	}
 	for _, topic := range topics {

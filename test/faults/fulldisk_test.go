@@ -55,7 +55,7 @@ func checkFillValue(v string) (int, bool) {
 // after a SIGTERM and a start on the full disk, after freeing space, and
 // after kill -9 and recovery.
 func TestFullDisk(t *testing.T) {
-	disk := harness.MountTmpfs(t, 8)
+	disk := harness.MountTmpfs(t, 8).Dir
 	metaDir := t.TempDir()
 	b := harness.StartBroker(t, "log.dirs="+disk, "metadata.log.dir="+metaDir)
 	if _, err := os.Stat(filepath.Join(metaDir, "__raft")); err != nil {
