@@ -133,6 +133,7 @@ func (b *Broker) metricsState() metrics.State {
 			Topic: tp.Topic, Partition: tp.Partition, Leader: p.IsLeader(),
 			Replicas: len(ps.Replicas), ISR: len(ps.ISR), MinISR: ps.MinISR,
 			Size: log.Size(), Segments: log.NumSegments(), Producers: p.Producers().Len(),
+			Unwritable: log.Refusing(),
 		})
 	}
 	if !b.opts.BrokerOnly && b.meta.IsLeader() {

@@ -24,7 +24,7 @@ func TestStateGaugesAreComputedAtScrape(t *testing.T) {
 		Partitions: []Partition{
 			{Topic: "a", Partition: 0, Leader: true, Replicas: 3, ISR: 1, MinISR: 2, Size: 100, Segments: 1, Producers: 2},
 			{Topic: "a", Partition: 1, Leader: true, Replicas: 3, ISR: 3, MinISR: 2, Size: 50, Segments: 2},
-			{Topic: "b", Partition: 0, Leader: false, Replicas: 3, ISR: 1, MinISR: 2},
+			{Topic: "b", Partition: 0, Leader: false, Replicas: 3, ISR: 1, MinISR: 2, Unwritable: true},
 		},
 		ActiveController: true, OfflinePartitions: 4, ActiveBrokers: 2, FencedBrokers: 1,
 		Connections:        map[string]int{"PLAINTEXT": 2},
@@ -69,6 +69,7 @@ kafka_server_replicamanager_partitioncount 3
 	check("kafka_log_log_size", map[string]string{"topic": "a", "partition": "1"}, 50)
 	check("kafka_log_log_numlogsegments", map[string]string{"topic": "a", "partition": "1"}, 2)
 	check("kafka_server_replicamanager_produceridcount", nil, 2)
+	check("weir_log_unwritable_partitions", nil, 1)
 	check("kafka_controller_kafkacontroller_activebrokercount", nil, 2)
 	check("kafka_controller_kafkacontroller_fencedbrokercount", nil, 1)
 	check("kafka_server_socket_server_metrics_connection_creation_total", map[string]string{"listener": "PLAINTEXT"}, 9)

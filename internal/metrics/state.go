@@ -55,6 +55,9 @@ type Partition struct {
 	Size      int64 // log bytes
 	Segments  int
 	Producers int // producer ids with state (idempotence)
+	// Unwritable: the log's last write failed and nothing has shown it
+	// can take writes since (a full disk, a failed write or fsync).
+	Unwritable bool
 }
 
 // Lag is one group's lag on one partition: end offset minus committed.
@@ -77,6 +80,7 @@ type stateCollector struct {
 	activeBrokers, fencedBrokers, created, producers    *prometheus.Desc
 	poolUsed, poolAvailable, purgatory                  *prometheus.Desc
 	loadSeconds, loadLogs, recoveredLogs, recoveredSegs *prometheus.Desc
+	unwritable                                          *prometheus.Desc
 }
 
 func newStateCollector(read func() State, partitionLevel bool) *stateCollector {
@@ -129,6 +133,8 @@ func newStateCollector(read func() State, partitionLevel bool) *stateCollector {
 			"Logs with unflushed segments recovered at start: 0 after a clean shutdown (what kafka.log:type=LogManager,name=remainingLogsToRecover counted down from)."),
 		recoveredSegs: d("weir_log_recovery_unflushed_segments",
 			"Unflushed segments rescanned at start (what kafka.log:type=LogManager,name=remainingSegmentsToRecover counted down from)."),
+		unwritable: d("weir_log_unwritable_partitions",
+			"Replicas hosted here whose log cannot take writes now: a full disk (until there is room again) or a failed write or fsync (until restart). Meanwhile they hand their leaderships over and leave the ISRs wherever another in-sync replica can take their place. Kafka would count the log dir in kafka.log:type=LogManager,name=OfflineLogDirectoryCount."),
 	}
 }
 
@@ -137,7 +143,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.underReplicated, c.underMinISR, c.leaders, c.partitions,
 		c.activeController, c.offline, c.connections, c.lag, c.groups, c.logSize, c.logSegments,
 		c.activeBrokers, c.fencedBrokers, c.created, c.producers, c.poolUsed, c.poolAvailable, c.purgatory,
-		c.loadSeconds, c.loadLogs, c.recoveredLogs, c.recoveredSegs} {
+		c.loadSeconds, c.loadLogs, c.recoveredLogs, c.recoveredSegs, c.unwritable} {
 		ch <- d
 	}
 }
@@ -148,9 +154,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	var under, underMin, leaders, producers int
+	var under, underMin, leaders, producers, unwritable int
 	for _, p := range st.Partitions {
 		producers += p.Producers
+		if p.Unwritable {
+			unwritable++
+		}
 		if p.Leader {
 			leaders++
 			if p.ISR < p.Replicas {
@@ -171,6 +180,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.leaders, float64(leaders))
 	gauge(c.partitions, float64(len(st.Partitions)))
 	gauge(c.producers, float64(producers))
+	gauge(c.unwritable, float64(unwritable))
 	active, offline, activeBrokers, fenced := 0.0, 0.0, 0.0, 0.0
 	if st.ActiveController {
 		active, offline = 1, float64(st.OfflinePartitions)

@@ -45,6 +45,10 @@ func (l *Log) noteWriteLocked(err error) {
 	}
 }
 
+// Refusing reports whether the log's last write failed and nothing has
+// shown it can take writes since (no probe: for metrics).
+func (l *Log) Refusing() bool { return l.refusing.Load() }
+
 // Writable reports why the log cannot take writes now; nil if it can, as
 // far as it can tell. A torn log and one past a failed fsync refuse
 // writes until restarted; one whose last write found no room is probed

@@ -30,7 +30,10 @@ import (
 // same batches.
 func TestFullDiskLeaderHandsOver(t *testing.T) {
 	disk := harness.MountTmpfs(t, 32)
-	c := harness.StartClusterDisk(t, 3, 3, disk.Dir, "replica.lag.time.max.ms=600000")
+	c := harness.StartClusterDisk(t, 3, 3, disk.Dir, "replica.lag.time.max.ms=600000", harness.MetricsListener)
+	unwritable := func() float64 {
+		return harness.ScrapeMetrics(t, c.Node(3).MetricsURL).Value("weir_log_unwritable_partitions", nil)
+	}
 	const franz, rdkafka, followed = "full-franz", "full-rdkafka", "full-followed"
 	topics := []string{franz, rdkafka, followed}
 	for _, topic := range topics[:2] {
@@ -66,6 +69,8 @@ func TestFullDiskLeaderHandsOver(t *testing.T) {
 		t.Fatalf("node 3 logged %d hand-overs, want one per partition:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 	moved := time.Now()
+	// Node 3 says so in its metrics: every replica whose write failed.
+	harness.WaitFor(t, opTimeout, "node 3 to count its three replicas as unwritable", func() bool { return unwritable() == 3 })
 	waitMore("acknowledgements with node 3's disk full")
 	for i, acks := range streams {
 		gap, _ := acks.LongestGap(filled, time.Now())
@@ -78,6 +83,9 @@ func TestFullDiskLeaderHandsOver(t *testing.T) {
 	}
 	for _, topic := range topics {
 		c.WaitFullISR(topic, 0, 2*time.Minute)
+	}
+	if n := unwritable(); n != 0 {
+		t.Fatalf("node 3 back in every ISR still counts %v unwritable replicas", n)
 	}
 	adm := kadm.NewClient(c.Client())
 	ctx := harness.Ctx(t, opTimeout)
