@@ -257,7 +257,7 @@ func (p *Partition) handOverLocked() []int32 {
 	if !p.leader || p.isr == nil || p.pendingISR != nil {
 		return nil
 	}
-	others := slices.DeleteFunc(slices.Clone(p.st.ISR), func(id int32) bool { return id == p.localID })
+	others := p.isrWithoutLocked(p.localID)
 	if !slices.ContainsFunc(others, p.isr.MayJoinISR) {
 		return nil
 	}
@@ -273,9 +273,13 @@ func (p *Partition) dropFromISRLocked(id int32) bool {
 	if !p.leader || p.isr == nil || p.pendingISR != nil || !slices.Contains(p.st.ISR, id) {
 		return false
 	}
-	keep := slices.DeleteFunc(slices.Clone(p.st.ISR), func(m int32) bool { return m == id })
-	p.proposeLocked(keep, slices.Clone(p.st.ISR))
+	p.proposeLocked(p.isrWithoutLocked(id), slices.Clone(p.st.ISR))
 	return true
+}
+
+// isrWithoutLocked is the committed ISR minus broker id (a new slice).
+func (p *Partition) isrWithoutLocked(id int32) []int32 {
+	return slices.DeleteFunc(slices.Clone(p.st.ISR), func(m int32) bool { return m == id })
 }
 
 // proposeLocked sends an ISR change; maximal is the ISR the high

@@ -102,6 +102,10 @@ type partition struct {
 	applyMu sync.Mutex
 	gone    bool
 
+	// cannotWrite: the last fetch was built for a log that cannot take
+	// writes (noteWritable).
+	cannotWrite atomic.Bool
+
 	// mu guards the fields below: written by the fetcher goroutine, read
 	// by Status.
 	mu       sync.Mutex
@@ -118,9 +122,7 @@ type partition struct {
 	// disagreements counts the answers in a row that said the leader's
 	// metadata and ours disagree (delayAfter).
 	disagreements int
-	// cannotWrite: the last fetch was built for a log that cannot take
-	// writes (noteWritable).
-	cannotWrite bool
+
 	// loggedAt is the level lastErr was logged at.
 	loggedAt slog.Level
 
@@ -322,13 +324,15 @@ func (p *partition) stop(err error) {
 // fetches ask for no data and the leader takes this replica out of the
 // ISR (replica.FollowerFetch.CannotWrite).
 func (p *partition) noteWritable(err error) {
-	p.mu.Lock()
-	was := p.cannotWrite
-	p.cannotWrite = err != nil
-	if err != nil {
-		p.lastErr = err
+	was := p.cannotWrite.Swap(err != nil)
+	if err == nil && !was {
+		return // the fetch hot path: one atomic, no lock
 	}
-	p.mu.Unlock()
+	if err != nil {
+		p.mu.Lock()
+		p.lastErr = err
+		p.mu.Unlock()
+	}
 	switch {
 	case err != nil && !was:
 		p.log.Warn("local log cannot take writes; fetching no data until it can", "err", err)

@@ -79,9 +79,7 @@ func TestKillLeaderDuringAcksAllStream(t *testing.T) {
 // TestKillLeaderDuringLibrdkafkaStream does the same with librdkafka's
 // idempotent producer (confluent-kafka-python, enable.idempotence=true).
 func TestKillLeaderDuringLibrdkafkaStream(t *testing.T) {
-	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
-		t.Skipf("%s cannot import confluent_kafka (scripts/install-test-deps.sh installs python3-confluent-kafka): %v", python, err)
-	}
+	needConfluentKafka(t)
 	c := harness.StartCluster(t, 3)
 	const topic = "kill-leader-rdkafka"
 	createTopic(t, c, topic, 1, 3, minISR2())
@@ -102,5 +100,14 @@ func TestKillLeaderDuringLibrdkafkaStream(t *testing.T) {
 	}
 	if n := harness.CheckExactlyOnce(t, survivors(c, leader), topic, 0, 0, acks.AckLog); n != streamRecords {
 		t.Fatalf("%d records stored, want %d", n, streamRecords)
+	}
+}
+
+// needConfluentKafka skips the test unless the Python interpreter can
+// import confluent-kafka (librdkafka's Python client).
+func needConfluentKafka(t *testing.T) {
+	t.Helper()
+	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
+		t.Skipf("%s cannot import confluent_kafka (scripts/install-test-deps.sh installs python3-confluent-kafka): %v", python, err)
 	}
 }

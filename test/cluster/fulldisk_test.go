@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -128,9 +127,7 @@ func TestFullDiskLeaderHandsOver(t *testing.T) {
 // record every 5 ms, until the file stop exists.
 func startRdkafkaStream(t *testing.T, c *harness.Cluster, topic, stop string) *harness.PyProducer {
 	t.Helper()
-	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
-		t.Skipf("%s cannot import confluent_kafka (scripts/install-test-deps.sh installs python3-confluent-kafka): %v", python, err)
-	}
+	needConfluentKafka(t)
 	return harness.StartPyProducer(t, python, "../idempotence/testdata/idem_producer.py",
 		strings.Join(c.Bootstrap(), ","), topic, "0", "5", stop)
 }
