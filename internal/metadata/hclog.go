@@ -8,6 +8,7 @@ import (
 	"log"
 	"log/slog"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -68,6 +69,12 @@ func (h *slogHCLog) Log(level hclog.Level, msg string, args ...interface{}) {
 		if !h.enabled(level) {
 			return
 		}
+	}
+	if level > hclog.Warn && isPeerGone(msg, args) {
+		// A peer killed in the middle of a command resets its
+		// connection: the peer's failure, which fencing reports, not
+		// this node's error.
+		level = hclog.Warn
 	}
 	all := make([]any, 0, len(args)+len(h.args)+2)
 	if h.name != "" {
@@ -143,6 +150,20 @@ func isOwnShutdown(msg string, args []any) bool {
 	}
 	for i := 0; i+1 < len(args); i += 2 {
 		if err, ok := args[i+1].(error); ok && errors.Is(err, raft.ErrTransportShutdown) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPeerGone recognises the transport's error for a command cut off by
+// the peer (connection reset, or closed before the command's end).
+func isPeerGone(msg string, args []any) bool {
+	if msg != "failed to decode incoming command" {
+		return false
+	}
+	for i := 0; i+1 < len(args); i += 2 {
+		if err, ok := args[i+1].(error); ok && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF)) {
 			return true
 		}
 	}

@@ -3,8 +3,10 @@ package metadata
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -21,7 +23,11 @@ func TestHCLogAdapterLevels(t *testing.T) {
 	named.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "", "last-leader-id", "")
 	named.Error("failed to decode incoming command", "error", raft.ErrTransportShutdown)
 	named.Error("failed to decode incoming command", "error", errors.New("unknown rpc type 9"))
+	named.Error("failed to decode incoming command", "error", fmt.Errorf("read tcp: %w", syscall.ECONNRESET))
 	out := buf.String()
+	if !strings.Contains(out, `level=WARN msg="failed to decode incoming command"`) || strings.Contains(out, "level=ERROR msg=\"failed to decode incoming command\" component=raft error=\"read tcp") {
+		t.Fatalf("a peer's reset connection not logged as a warning:\n%s", out)
+	}
 	if strings.Contains(out, "chatty info") || strings.Contains(out, "starting election") || strings.Contains(out, "transport shutdown") {
 		t.Fatalf("logged below Warn:\n%s", out)
 	}
