@@ -174,6 +174,15 @@ type Controller struct {
 	closeErr  error
 	closed    chan struct{}
 
+	// futures counts the goroutines waiting on raft futures (see await).
+	// Close lets them finish before it shuts raft down: raft never
+	// answers a future it has handed to its state machine goroutine when
+	// that goroutine stops first, and such a waiter would wait forever.
+	// closing, under futMu, refuses new raft operations once Close began.
+	futMu   sync.Mutex
+	closing bool
+	futures sync.WaitGroup
+
 	// preparing holds the ids of the pending topics a CreateTopic call of
 	// this process is still preparing; every other pending topic is an
 	// orphan (its creator crashed or lost the leadership) and is aborted
@@ -375,8 +384,12 @@ func (c *Controller) release() error {
 func (c *Controller) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
+		c.futMu.Lock()
+		c.closing = true
+		c.futMu.Unlock()
 		c.stop()
 		c.bg.Wait()
+		c.drainFutures()
 		c.closeErr = c.release()
 	})
 	return c.closeErr

@@ -21,8 +21,9 @@ func (c *Controller) AddNonvoter(ctx context.Context, id int32, addr string) err
 		return fmt.Errorf("%w: add non-voter: node id %d at %q", ErrInvalidRequest, id, addr)
 	}
 	sid := raft.ServerID(strconv.Itoa(int(id)))
-	f := c.raft.AddNonvoter(sid, raft.ServerAddress(addr), 0, timeoutOf(ctx))
-	if err := c.waitFuture(ctx, f); err != nil {
+	if err := c.await(ctx, func() raft.Future {
+		return c.raft.AddNonvoter(sid, raft.ServerAddress(addr), 0, timeoutOf(ctx))
+	}); err != nil {
 		return fmt.Errorf("add non-voter %d at %s: %w", id, addr, err)
 	}
 	return nil

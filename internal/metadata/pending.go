@@ -120,7 +120,7 @@ func (c *Controller) sweepPending(ctx context.Context, full bool) error {
 	if c.raft.State() != raft.Leader || (!full && len(c.orphans()) == 0) {
 		return nil
 	}
-	if err := c.waitFuture(ctx, c.raft.Barrier(timeoutOf(ctx))); err != nil {
+	if err := c.await(ctx, func() raft.Future { return c.raft.Barrier(timeoutOf(ctx)) }); err != nil {
 		return fmt.Errorf("barrier: %w", err)
 	}
 	var errs []error

@@ -91,8 +91,9 @@ func (c *Controller) AddVoter(ctx context.Context, id int32, addr string) error 
 	if s, ok := st.Server(id); ok && s.Voter {
 		return fmt.Errorf("%w: node %d is already a voter", ErrDuplicateVoter, id)
 	}
-	f := c.raft.AddVoter(raftID(id), raft.ServerAddress(addr), 0, timeoutOf(ctx))
-	if err := c.waitFuture(ctx, f); err != nil {
+	if err := c.await(ctx, func() raft.Future {
+		return c.raft.AddVoter(raftID(id), raft.ServerAddress(addr), 0, timeoutOf(ctx))
+	}); err != nil {
 		return fmt.Errorf("add voter %d at %s: %w", id, addr, err)
 	}
 	c.log.Info("metadata quorum voter added", "node", id, "addr", addr)
@@ -118,8 +119,9 @@ func (c *Controller) DemoteVoter(ctx context.Context, id int32) error {
 	if len(st.Voters()) == 1 {
 		return fmt.Errorf("%w: node %d is the only voter", ErrInvalidRequest, id)
 	}
-	f := c.raft.DemoteVoter(raftID(id), 0, timeoutOf(ctx))
-	if err := c.waitFuture(ctx, f); err != nil {
+	if err := c.await(ctx, func() raft.Future {
+		return c.raft.DemoteVoter(raftID(id), 0, timeoutOf(ctx))
+	}); err != nil {
 		return fmt.Errorf("remove voter %d: %w", id, err)
 	}
 	c.log.Info("metadata quorum voter removed; it follows the log as a non-voter", "node", id)
@@ -141,7 +143,7 @@ func (c *Controller) RemoveNonvoter(ctx context.Context, id int32) error {
 	if !ok || s.Voter {
 		return nil
 	}
-	if err := c.waitFuture(ctx, c.raft.RemoveServer(raftID(id), 0, timeoutOf(ctx))); err != nil {
+	if err := c.await(ctx, func() raft.Future { return c.raft.RemoveServer(raftID(id), 0, timeoutOf(ctx)) }); err != nil {
 		return fmt.Errorf("remove non-voter %d: %w", id, err)
 	}
 	return nil

@@ -55,7 +55,7 @@ func (c *Controller) watchLeadership(ctx context.Context) {
 // ensureClusterID proposes the bootstrap command if the image has no
 // cluster id after this leader has applied everything before it.
 func (c *Controller) ensureClusterID(ctx context.Context) error {
-	if err := c.waitFuture(ctx, c.raft.Barrier(timeoutOf(ctx))); err != nil {
+	if err := c.await(ctx, func() raft.Future { return c.raft.Barrier(timeoutOf(ctx)) }); err != nil {
 		return fmt.Errorf("barrier: %w", err)
 	}
 	if c.Image().ClusterID() != "" {
@@ -165,11 +165,24 @@ func timeoutOf(ctx context.Context) time.Duration {
 	return 0
 }
 
-// waitFuture waits for f or ctx. On ctx expiry the command may still be
-// applied later; the caller reports the outcome as unknown.
-func (c *Controller) waitFuture(ctx context.Context, f raft.Future) error {
+// await starts one raft operation with start and waits for its outcome
+// or ctx. On ctx expiry the operation may still complete later; the
+// caller reports the outcome as unknown. Once Close has begun, nothing
+// new starts (ErrClosed).
+func (c *Controller) await(ctx context.Context, start func() raft.Future) error {
+	c.futMu.Lock()
+	if c.closing {
+		c.futMu.Unlock()
+		return fmt.Errorf("%w: controller stopping", ErrClosed)
+	}
+	c.futures.Add(1)
+	c.futMu.Unlock()
+	f := start()
 	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
+	go func() {
+		defer c.futures.Done()
+		done <- f.Error()
+	}()
 	// The quorum's answer is the request's remote time (a controller's
 	// CreateTopics waits for it as a forwarding broker waits for the
 	// controller).
@@ -179,6 +192,28 @@ func (c *Controller) waitFuture(ctx context.Context, f raft.Future) error {
 		return mapRaftErr(err)
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// futuresGrace bounds Close's wait for the raft operations in flight.
+// With raft running each ends soon: applied, or failed when a leader
+// that lost its quorum steps down after its lease.
+const futuresGrace = 5 * time.Second
+
+// drainFutures waits, before raft shuts down, for the operations await
+// started (their callers may have given up already). A future raft has
+// committed but not yet applied is answered only while its state
+// machine goroutine runs; shut down first, raft drops it unanswered.
+func (c *Controller) drainFutures() {
+	done := make(chan struct{})
+	go func() {
+		c.futures.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(futuresGrace):
+		c.log.Warn("raft operations still in flight at close; shutting raft down anyway", "grace", futuresGrace)
 	}
 }
 
@@ -225,8 +260,11 @@ func (c *Controller) propose(ctx context.Context, t cmdType, payload any) (apply
 	if err != nil {
 		return applyResult{}, err
 	}
-	f := c.raft.Apply(data, timeoutOf(ctx))
-	if err := c.waitFuture(ctx, f); err != nil {
+	var f raft.ApplyFuture
+	if err := c.await(ctx, func() raft.Future {
+		f = c.raft.Apply(data, timeoutOf(ctx))
+		return f
+	}); err != nil {
 		return applyResult{}, fmt.Errorf("replicate %s: %w", t, err)
 	}
 	res, ok := f.Response().(applyResult)
@@ -263,7 +301,7 @@ func (c *Controller) pushCommits(ctx context.Context) {
 		}
 		// Followers learn of the command when the barrier is sent;
 		// waiting for it to apply keeps one barrier out at a time.
-		if err := c.waitFuture(ctx, c.raft.Barrier(pushTimeout)); err != nil && ctx.Err() == nil {
+		if err := c.await(ctx, func() raft.Future { return c.raft.Barrier(pushTimeout) }); err != nil && ctx.Err() == nil {
 			c.log.Debug("push the commit index to followers", "err", err)
 		}
 	}
@@ -281,5 +319,5 @@ func (c *Controller) TransferLeadership(timeout time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return c.waitFuture(ctx, c.raft.LeadershipTransfer())
+	return c.await(ctx, c.raft.LeadershipTransfer)
 }
