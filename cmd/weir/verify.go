@@ -48,12 +48,20 @@ exit status is non-zero on any safety violation.
 min.insync.replicas=1 and, by default, the "lose" fault, which must make
 the checker find loss. --check re-checks a saved history.
 
+--overlap 2 or more lets faults strike while the cluster still recovers
+from the last one (a kill while a follower truncates, a partition during
+a hand-over): up to that many in force at once, never two on one node's
+process, and a loss of unflushed writes (power, cascade) only on a
+healthy cluster, as two nodes losing their page caches together may
+lose acknowledged records in Kafka too.
+
 "cascade", asked for by name with --nodes 5 or more, kills a partition's
 followers one by one as its ISR shrinks, then cuts the power of its
 leader, left alone in the ISR: the case eligible leader replicas exist for.`,
 		Example: `  weir verify --duration 5m --seed 7
   weir verify --duration 90s --faults kill,pause,partition
   weir verify --nodes 5 --faults cascade,kill,power --duration 3m
+  weir verify --overlap 2 --interval 4s --fault-duration 6s --duration 5m
   weir verify --unsafe --duration 45s
   weir verify --check weir-verify-7/history.jsonl`,
 		Args:         cobra.NoArgs,
@@ -120,6 +128,7 @@ leader, left alone in the ISR: the case eligible leader replicas exist for.`,
 	f.IntVar(&o.GroupMembers, "group-members", 2, "members of the consumer group")
 	f.DurationVar(&o.Interval, "interval", 10*time.Second, "from one fault's start to the next")
 	f.DurationVar(&o.FaultDuration, "fault-duration", 5*time.Second, "how long each fault lasts")
+	f.IntVar(&o.Overlap, "overlap", 1, "faults in force at once: above 1, a fault starts every --interval without waiting for the cluster to recover (never two on one node's process, never two losses of unflushed writes)")
 	f.StringVar(&o.Dir, "out", "", "directory for the history and the report (default weir-verify-SEED)")
 	f.StringVar(&o.DataDir, "data-dir", "", "the nodes' data (default: a temp dir, removed after)")
 	f.StringVar(&o.Binary, "binary", "", "the weir binary to run as nodes (default: this one)")

@@ -78,6 +78,10 @@ type cut struct {
 	// dataOnly spares the controller listeners: Raft and the
 	// controller's APIs (heartbeats) still pass, Kafka's data does not.
 	dataOnly bool
+	// refs counts the cuts of the link not yet undone (Uncut): two
+	// faults in force may cut one link, and the first to heal must not
+	// heal the other's.
+	refs int
 }
 
 // applies reports whether the cut stops connection pc.
@@ -161,6 +165,7 @@ func (nw *Network) cut(a, b int32, c cut) {
 		return
 	}
 	nw.mu.Lock()
+	c.refs = nw.cuts[pair(a, b)].refs + 1
 	nw.cuts[pair(a, b)] = c
 	var reset []*pconn
 	if c.mode == Reset {
@@ -177,12 +182,22 @@ func (nw *Network) cut(a, b int32, c cut) {
 	}
 }
 
-// Isolate cuts node id from every other node and from the clients.
-func (nw *Network) Isolate(id int32, mode CutMode) {
-	for _, n := range nw.c.Nodes {
-		nw.Cut(id, n.ID, mode)
+// Uncut undoes one Cut of the link between a and b; the link moves
+// again once every cut of it is undone.
+func (nw *Network) Uncut(a, b int32) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	k := pair(a, b)
+	c, ok := nw.cuts[k]
+	if !ok {
+		return
 	}
-	nw.Cut(id, Clients, mode)
+	if c.refs--; c.refs > 0 {
+		nw.cuts[k] = c
+		return
+	}
+	delete(nw.cuts, k)
+	nw.cond.Broadcast()
 }
 
 // Heal ends every cut: black-holed connections move again, parked ones

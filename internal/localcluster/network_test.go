@@ -242,6 +242,25 @@ func TestNetworkCutsByOpener(t *testing.T) {
 		t.Fatalf("after the heal, the held line: %q %v", line, err)
 	}
 
+	// Two faults cut one link: the first Uncut leaves it cut, the
+	// second moves the bytes again.
+	nw.Cut(1, 2, BlackHole)
+	nw.Cut(2, 1, BlackHole)
+	nw.Uncut(1, 2)
+	if got := nw.Cuts(); len(got) != 1 {
+		t.Fatalf("cuts after one of two uncuts: %v", got)
+	}
+	if err := via(peer, "c", "still held", 300*time.Millisecond); !errors.Is(err, errTimeout) {
+		t.Fatalf("node 2 with one of two cuts undone: %v, want no answer", err)
+	}
+	nw.Uncut(2, 1)
+	if got := nw.Cuts(); len(got) != 0 {
+		t.Fatalf("cuts after both uncuts: %v", got)
+	}
+	if line, err := readLine(peer, wait); err != nil || line != "still held" {
+		t.Fatalf("after both uncuts, the held line: %q %v", line, err)
+	}
+
 	nw.Cut(Clients, 1, Reset)
 	if err := client.roundTrip("reset", wait); err == nil || errors.Is(err, errTimeout) {
 		t.Fatalf("a client of a reset link: %v, want the connection closed", err)

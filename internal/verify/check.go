@@ -280,7 +280,9 @@ func (c *checker) fault(op *Op) {
 		}
 		c.errors = append(c.errors, fmt.Sprintf("%.1fs %s: %s", op.T, what, op.Err))
 	}
-	key := op.Proc + "/" + op.Fault
+	// With --overlap two faults of a kind may be in force at once, never
+	// on one node.
+	key := fmt.Sprintf("%s/%s/%d", op.Proc, op.Fault, op.Node)
 	switch op.Type {
 	case TStart:
 		c.open[key] = len(c.faults)

@@ -117,8 +117,9 @@ func (f *pauseFault) heal(context.Context) (string, error) {
 // it; or only one other node from it (a partial partition: each of the
 // two still reaches the third, and the controller may be either side).
 type partitionFault struct {
-	n *nemesis
-	d draws
+	n     *nemesis
+	d     draws
+	links [][2]int32 // the links it cut, undone at the heal
 }
 
 func (f *partitionFault) start(ctx context.Context) (int32, string, error) {
@@ -126,10 +127,9 @@ func (f *partitionFault) start(ctx context.Context) (int32, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	nw := f.n.e.nw
 	switch f.d.pick % 3 {
 	case 1:
-		nw.Cut(localcluster.Clients, id, localcluster.BlackHole)
+		f.cut(localcluster.Clients, id)
 		return id, "clients cut from the " + what, nil
 	case 2:
 		var others []int32
@@ -139,15 +139,29 @@ func (f *partitionFault) start(ctx context.Context) (int32, string, error) {
 			}
 		}
 		other := others[(f.d.pick/3)%len(others)]
-		nw.Cut(id, other, localcluster.BlackHole)
+		f.cut(id, other)
 		return id, fmt.Sprintf("the %s cut from node %d only", what, other), nil
 	}
-	nw.Isolate(id, localcluster.BlackHole)
+	for _, o := range f.n.e.ids {
+		if o != id {
+			f.cut(id, o)
+		}
+	}
+	f.cut(id, localcluster.Clients)
 	return id, "isolated the " + what + " from every node and the clients", nil
 }
 
+func (f *partitionFault) cut(a, b int32) {
+	f.n.e.nw.Cut(a, b, localcluster.BlackHole)
+	f.links = append(f.links, [2]int32{a, b})
+}
+
+// heal undoes this fault's cuts only: another partition in force
+// (--overlap) stays.
 func (f *partitionFault) heal(context.Context) (string, error) {
-	f.n.e.nw.Heal()
+	for _, l := range f.links {
+		f.n.e.nw.Uncut(l[0], l[1])
+	}
 	return "network healed", nil
 }
 
@@ -155,6 +169,9 @@ func (f *partitionFault) heal(context.Context) (string, error) {
 type diskFault struct{ n *nemesis }
 
 func (f *diskFault) start(context.Context) (int32, string, error) {
+	if err := f.n.claim(f.n.e.diskNode); err != nil {
+		return 0, "", err
+	}
 	size, err := f.n.e.disk.Fill()
 	if err != nil {
 		return 0, "", err
@@ -197,6 +214,9 @@ func (f *loseFault) start(ctx context.Context) (int32, string, error) {
 		return 0, "", fmt.Errorf("%s-%d has no leader with followers", f.n.main.Name, f.part)
 	}
 	p := f.part
+	if err := f.n.claim(st.Leader); err != nil {
+		return 0, "", err
+	}
 	f.leader = f.n.e.node(st.Leader)
 	var cut []int32
 	for _, r := range st.Replicas {

@@ -78,6 +78,15 @@ func (f *moveFault) start(ctx context.Context) (int32, string, error) {
 		return 0, "", fmt.Errorf("%s-%d has no leader with followers", f.at.topic, f.at.p)
 	}
 	f.target = moveTarget(st.Order, st.Leader, f.n.e.ids, f.d)
+	kill := (f.d.pick>>8)%3 == 0
+	if kill {
+		// Before the move starts: a fault that cannot start leaves
+		// nothing to heal.
+		var err error
+		if f.killed, err = f.n.running(st.Leader); err != nil {
+			return 0, "", err
+		}
+	}
 	var req kadm.AlterPartitionAssignmentsReq
 	req.Assign(f.at.topic, f.at.p, f.target)
 	resp, err := f.n.adm.AlterPartitionAssignments(ctx, req)
@@ -89,13 +98,10 @@ func (f *moveFault) start(ctx context.Context) (int32, string, error) {
 	}
 	detail := fmt.Sprintf("%s-%d reassigned from %s (leader %d) to %s",
 		f.at.topic, f.at.p, joinIDs(st.Order), st.Leader, joinIDs(f.target))
-	if (f.d.pick>>8)%3 == 0 {
+	if kill {
 		// One move in three loses its leader while the new replicas
 		// copy from it: the move must go on under another leader, and
 		// the new replicas truncate to that leader's log.
-		if f.killed, err = f.n.running(st.Leader); err != nil {
-			return 0, "", err
-		}
 		f.killed.Kill()
 		detail += "; the leader killed (kill -9) at once"
 	}

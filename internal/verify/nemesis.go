@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -14,14 +15,25 @@ import (
 	"github.com/weir-project/weir/internal/localcluster"
 )
 
-// The nemesis injects one fault at a time on a seeded schedule: every
-// Interval a fault starts, lasts FaultDuration, heals, and the cluster is
-// given the rest of the interval, and then as long as it needs (bounded),
-// to become healthy again (every node up, every partition with its full
-// ISR) before the next one. Kinds come in a seeded shuffle per round, so
-// each asked-for kind appears once per round; every choice (role, target
-// partition, variant, garbage) is drawn from the seed before the cluster
-// is looked at, so a seed always makes the same draws.
+// The nemesis injects faults on a seeded schedule: every Interval a fault
+// starts, lasts FaultDuration and heals. By default one is in force at a
+// time, and the cluster is given the rest of the interval, and then as
+// long as it needs (bounded), to become healthy again (every node up,
+// every partition with its full ISR) before the next one. With Overlap
+// above one, faults start every Interval whatever the cluster's state,
+// up to Overlap in force at once, so one strikes while the cluster is
+// still recovering from another: a kill while a follower truncates, a
+// partition during a leader's hand-over. Kinds come in a seeded shuffle
+// per round, so each asked-for kind appears once per round; every choice
+// (role, target partition, variant, garbage) is drawn from the seed
+// before the cluster is looked at, so a seed always makes the same draws.
+//
+// Two faults never act on one node's process at once (a node held by
+// one is passed over by the next one's choice of target), and a fault
+// that loses what a node had not fsynced (power, cascade, lose) starts
+// only on a healthy cluster, so never beside another such loss: two
+// nodes losing their page caches together may lose acknowledged records
+// in Kafka too, which promises nothing against that without fsync.
 
 // fault is one planned fault.
 type fault interface {
@@ -43,20 +55,50 @@ type nemesis struct {
 	kinds  []string
 	logf   func(string, ...any)
 
-	mu  sync.Mutex
-	now string // the fault in force, for the progress line
+	mu      sync.Mutex
+	cond    *sync.Cond       // broadcast when a fault heals
+	inForce map[int]string   // the faults in force by number, for the progress line
+	held    map[int32]string // the nodes a fault in force acts on, and its kind
+	lossy   bool             // a fault that loses unflushed writes is in force
+	broken  bool             // a heal failed: no more faults
+	// claimed collects the nodes the fault being started holds
+	// (running); only the loop that starts faults touches it.
+	claimed  []int32
+	starting string // the kind of the fault being started
 }
 
 func (n *nemesis) current() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.now
+	var ks []int
+	for k := range n.inForce {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	var out []string
+	for _, k := range ks {
+		out = append(out, n.inForce[k])
+	}
+	return strings.Join(out, " | ")
 }
 
-func (n *nemesis) set(s string) {
+func (n *nemesis) set(k int, s string) {
 	n.mu.Lock()
-	n.now = s
-	n.mu.Unlock()
+	defer n.mu.Unlock()
+	if n.inForce == nil {
+		n.inForce = map[int]string{}
+	}
+	if s == "" {
+		delete(n.inForce, k)
+	} else {
+		n.inForce[k] = s
+	}
+}
+
+// lossyKind reports whether a fault of kind loses what a node had not
+// fsynced.
+func lossyKind(kind string) bool {
+	return kind == FaultPower || kind == FaultCascade || kind == FaultLose
 }
 
 // healthTopics are the partitions that must have a full ISR for the
@@ -94,52 +136,61 @@ func (n *nemesis) waitHealthy(ctx context.Context, timeout time.Duration) (time.
 
 // run injects faults until there is no room for another before until,
 // and at least one round: every kind asked for strikes once, however
-// slowly the cluster recovers (the run is longer then).
+// slowly the cluster recovers (the run is longer then). It returns when
+// every fault it started has healed.
 func (n *nemesis) run(ctx context.Context, until time.Time) {
 	if len(n.kinds) == 0 {
 		return
 	}
+	n.cond = sync.NewCond(&n.mu)
+	n.held = map[int32]string{}
+	var healing sync.WaitGroup
+	defer healing.Wait()
 	sleep(ctx, min(5*time.Second, n.o.Interval/2)) // warm up
 	var round []string
-	for i := 0; ctx.Err() == nil && (time.Until(until) >= n.o.Interval || i < len(n.kinds)); i++ {
+	for i := 0; ctx.Err() == nil && !n.stopped() && (time.Until(until) >= n.o.Interval || i < len(n.kinds)); i++ {
 		if len(round) == 0 {
 			round = slices.Clone(n.kinds)
 			n.rng.Shuffle(len(round), func(a, b int) { round[a], round[b] = round[b], round[a] })
 		}
 		kind := round[0]
 		round = round[1:]
-		began := time.Now()
 		f := n.plan(kind)
+		if !n.room(ctx, kind) {
+			return
+		}
+		began := time.Now()
+		n.claimed, n.starting = nil, kind
 		node, detail, err := f.start(ctx)
+		held := n.claimed
 		if err != nil {
-			n.rec.Add(Op{F: FFault, Type: TInfo, Proc: "nemesis", Fault: kind, Err: "start: " + err.Error()})
-			n.logf("fault %s: %v", kind, err)
+			n.release(held, lossyKind(kind))
+			if errors.Is(err, errHeld) {
+				// --overlap: its node is in another fault. Not an error.
+				n.rec.Add(Op{F: FFault, Type: TInfo, Proc: "nemesis", Fault: kind, Detail: "skipped: " + err.Error()})
+			} else {
+				n.rec.Add(Op{F: FFault, Type: TInfo, Proc: "nemesis", Fault: kind, Err: "start: " + err.Error()})
+				n.logf("fault %s: %v", kind, err)
+			}
 			sleep(ctx, time.Until(began.Add(n.o.Interval)))
 			continue
 		}
 		n.rec.Add(Op{F: FFault, Type: TStart, Proc: "nemesis", Fault: kind, Node: node, Detail: detail})
-		n.set(fmt.Sprintf("%s node %d: %s", kind, node, detail))
-		sleep(ctx, n.o.FaultDuration)
-		// Heal even when ctx is done: the final read needs the cluster whole.
-		hctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		hdetail, err := f.heal(hctx)
-		cancel()
-		end := Op{F: FFault, Type: TEnd, Proc: "nemesis", Fault: kind, Node: node, Detail: hdetail}
-		if err != nil {
-			end.Err = "heal: " + err.Error()
-			n.logf("heal %s: %v; no more faults", kind, err)
-			n.rec.Add(end)
-			n.set("")
-			// A fault that did not heal leaves the cluster broken: more
-			// faults would only break it further, and prove nothing.
+		n.set(i, fmt.Sprintf("%s node %d: %s", kind, node, detail))
+		healing.Add(1)
+		go func() {
+			defer healing.Done()
+			n.heal(ctx, i, kind, node, f, held)
+		}()
+		if n.o.Overlap > 1 {
+			sleep(ctx, time.Until(began.Add(n.o.Interval)))
+			continue
+		}
+		healing.Wait()
+		if ctx.Err() != nil || n.stopped() {
 			return
 		}
-		n.rec.Add(end)
-		if ctx.Err() != nil {
-			n.set("")
-			return
-		}
-		n.set("recovering from " + kind)
+		n.set(i, "recovering from "+kind)
 		sleep(ctx, time.Until(began.Add(n.o.Interval)))
 		if took, err := n.waitHealthy(ctx, 60*time.Second); err != nil {
 			n.rec.Add(Op{F: FFault, Type: TInfo, Proc: "nemesis", Fault: kind, Err: "after heal: " + err.Error()})
@@ -147,8 +198,97 @@ func (n *nemesis) run(ctx context.Context, until time.Time) {
 		} else if took > time.Second {
 			n.logf("after %s: healthy %v after the interval", kind, took.Round(100*time.Millisecond))
 		}
-		n.set("")
+		n.set(i, "")
 	}
+}
+
+// room waits until a fault of kind may start: fewer than Overlap in
+// force, and for a fault that loses unflushed writes, none other such in
+// force and a healthy cluster. It reports false if the run ends first.
+func (n *nemesis) room(ctx context.Context, kind string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for {
+		if ctx.Err() != nil || n.broken {
+			return false
+		}
+		if len(n.held) < n.o.Nodes && len(n.inForce) < max(n.o.Overlap, 1) && (!lossyKind(kind) || !n.lossy) {
+			break
+		}
+		n.wait(ctx)
+	}
+	if !lossyKind(kind) || len(n.inForce) == 0 {
+		if lossyKind(kind) {
+			n.lossy = true
+		}
+		return true
+	}
+	n.lossy = true // held while the cluster is brought to health
+	n.mu.Unlock()
+	_, err := n.waitHealthy(ctx, 90*time.Second)
+	n.mu.Lock()
+	if err != nil {
+		n.lossy = false
+		n.rec.Add(Op{F: FFault, Type: TInfo, Proc: "nemesis", Fault: kind, Err: "before a fault that loses unflushed writes: " + err.Error()})
+		n.logf("before %s: %v", kind, err)
+		return ctx.Err() == nil
+	}
+	return true
+}
+
+// wait waits, with n.mu held, for a heal, or ctx's end.
+func (n *nemesis) wait(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() {
+		n.mu.Lock()
+		n.cond.Broadcast()
+		n.mu.Unlock()
+	})
+	n.cond.Wait()
+	stop()
+}
+
+// heal ends fault number i after FaultDuration, even when ctx is done:
+// the final read needs the cluster whole.
+func (n *nemesis) heal(ctx context.Context, i int, kind string, node int32, f fault, held []int32) {
+	sleep(ctx, n.o.FaultDuration)
+	hctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	hdetail, err := f.heal(hctx)
+	cancel()
+	end := Op{F: FFault, Type: TEnd, Proc: "nemesis", Fault: kind, Node: node, Detail: hdetail}
+	if err != nil {
+		end.Err = "heal: " + err.Error()
+		// A fault that did not heal leaves the cluster broken: more
+		// faults would only break it further, and prove nothing.
+		n.logf("heal %s: %v; no more faults", kind, err)
+	}
+	n.rec.Add(end)
+	n.set(i, "")
+	n.release(held, lossyKind(kind))
+	if err != nil {
+		n.mu.Lock()
+		n.broken = true
+		n.cond.Broadcast()
+		n.mu.Unlock()
+	}
+}
+
+// release frees the nodes a fault held.
+func (n *nemesis) release(held []int32, lossy bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, id := range held {
+		delete(n.held, id)
+	}
+	if lossy {
+		n.lossy = false
+	}
+	n.cond.Broadcast()
+}
+
+func (n *nemesis) stopped() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.broken
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -188,12 +328,29 @@ func (n *nemesis) draw() draws {
 // or one of its followers.
 func (n *nemesis) target(ctx context.Context, d draws) (int32, string, error) {
 	vs := n.e.obs.views(ctx, n.e.ids, []string{n.main.Name})
-	st, ok := partition(vs, tp{n.main.Name, d.part})
+	// The drawn partition's, or where a fault in force holds that node
+	// (Overlap), the next partition's whose node is free.
+	for k := range n.main.Partitions {
+		p := (d.part + k) % n.main.Partitions
+		id, what, err := n.targetIn(vs, p, d)
+		if err != nil && k == 0 {
+			return 0, "", err
+		}
+		if err == nil && !n.isHeld(id) {
+			return id, what, nil
+		}
+	}
+	return 0, "", fmt.Errorf("%w: every partition's drawn replica is in another fault", errHeld)
+}
+
+// targetIn is the drawn role's node of partition p.
+func (n *nemesis) targetIn(vs []view, p int32, d draws) (int32, string, error) {
+	st, ok := partition(vs, tp{n.main.Name, p})
 	if !ok || st.Leader < 0 {
-		return 0, "", fmt.Errorf("%s-%d has no leader to aim at", n.main.Name, d.part)
+		return 0, "", fmt.Errorf("%s-%d has no leader to aim at", n.main.Name, p)
 	}
 	if !d.follower {
-		return st.Leader, fmt.Sprintf("leader of %s-%d", n.main.Name, d.part), nil
+		return st.Leader, fmt.Sprintf("leader of %s-%d", n.main.Name, p), nil
 	}
 	var fs []int32
 	for _, r := range st.Replicas {
@@ -202,18 +359,46 @@ func (n *nemesis) target(ctx context.Context, d draws) (int32, string, error) {
 		}
 	}
 	if len(fs) == 0 {
-		return st.Leader, fmt.Sprintf("leader of %s-%d (no follower)", n.main.Name, d.part), nil
+		return st.Leader, fmt.Sprintf("leader of %s-%d (no follower)", n.main.Name, p), nil
 	}
-	return fs[d.pick%len(fs)], fmt.Sprintf("follower of %s-%d", n.main.Name, d.part), nil
+	return fs[d.pick%len(fs)], fmt.Sprintf("follower of %s-%d", n.main.Name, p), nil
 }
 
-// running is node id's process, or an error if it does not run.
+// running is node id's process, or an error if it does not run; the
+// fault being started holds it until it heals.
 func (n *nemesis) running(id int32) (*localcluster.Node, error) {
+	if err := n.claim(id); err != nil {
+		return nil, err
+	}
 	node := n.e.node(id)
 	if node == nil || !node.Running() {
 		return nil, fmt.Errorf("node %d is not running", id)
 	}
 	return node, nil
+}
+
+// claim makes the fault being started hold node id, unless another
+// fault in force does.
+func (n *nemesis) claim(id int32) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if kind, ok := n.held[id]; ok {
+		return fmt.Errorf("%w: node %d is in a %s fault", errHeld, id, kind)
+	}
+	n.held[id] = n.starting
+	n.claimed = append(n.claimed, id)
+	return nil
+}
+
+// errHeld: the node a fault would act on is in another fault.
+var errHeld = errors.New("node held by another fault")
+
+// isHeld reports whether a fault in force acts on node id.
+func (n *nemesis) isHeld(id int32) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.held[id]
+	return ok
 }
 
 // plan makes the fault of a kind from fresh draws.

@@ -58,6 +58,9 @@ type Options struct {
 	GroupMembers  int
 	Interval      time.Duration // from one fault's start to the next
 	FaultDuration time.Duration // how long each fault lasts before its heal
+	// Overlap is how many faults may be in force at once (default 1: one
+	// at a time, each after the cluster recovered from the last).
+	Overlap int
 
 	Dir     string // where history.jsonl, result.json, report.html and nodes.log go
 	DataDir string // the nodes' data (default: a temp dir, removed after)
@@ -80,6 +83,7 @@ func (o Options) withDefaults() Options {
 	setInt(&o.Rate, 200)
 	setInt(&o.Assigned, 2)
 	setInt(&o.GroupMembers, 2)
+	setInt(&o.Overlap, 1)
 	if o.Partitions <= 0 {
 		o.Partitions = 6
 	}
@@ -122,8 +126,11 @@ func (o Options) validate() error {
 			return fmt.Errorf("--faults: %s needs --unsafe (it loses acknowledged acks=1 writes on purpose)", FaultLose)
 		}
 	}
-	if o.FaultDuration >= o.Interval {
-		return fmt.Errorf("a fault (%v) must be shorter than the interval between faults (%v)", o.FaultDuration, o.Interval)
+	if o.Overlap > 1 && len(o.Brokers) == 0 && o.Overlap > o.Nodes {
+		return fmt.Errorf("--overlap %d: at most one fault per node (%d)", o.Overlap, o.Nodes)
+	}
+	if o.Overlap <= 1 && o.FaultDuration >= o.Interval {
+		return fmt.Errorf("a fault (%v) must be shorter than the interval between faults (%v), or let faults overlap (--overlap)", o.FaultDuration, o.Interval)
 	}
 	if o.Rate < o.Producers {
 		return fmt.Errorf("--rate %d: at least one send per second per producer (%d)", o.Rate, o.Producers)

@@ -1,0 +1,77 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+)
+
+func newTestNemesis(overlap int) *nemesis {
+	n := &nemesis{o: Options{Nodes: 3, Overlap: overlap}, held: map[int32]string{}}
+	n.cond = sync.NewCond(&n.mu)
+	return n
+}
+
+// Two faults never hold one node; a node is free again once its fault
+// healed.
+func TestClaimHoldsANodeOnce(t *testing.T) {
+	n := newTestNemesis(2)
+	n.starting = FaultKill
+	if err := n.claim(2); err != nil {
+		t.Fatal(err)
+	}
+	held := n.claimed
+	n.claimed, n.starting = nil, FaultPause
+	if err := n.claim(2); !errors.Is(err, errHeld) {
+		t.Fatalf("second claim of node 2: %v, want errHeld", err)
+	}
+	if err := n.claim(3); err != nil {
+		t.Fatal(err)
+	}
+	n.release(held, false)
+	if err := n.claim(2); err != nil {
+		t.Fatalf("after the release: %v", err)
+	}
+}
+
+// room admits Overlap faults, and waits for a heal past that.
+func TestRoomWaitsForAHeal(t *testing.T) {
+	n := newTestNemesis(2)
+	ctx := t.Context()
+	for i := range 2 {
+		if !n.room(ctx, FaultKill) {
+			t.Fatal("no room")
+		}
+		n.set(i, "fault")
+	}
+	done := make(chan bool)
+	go func() { done <- n.room(ctx, FaultPause) }()
+	n.set(0, "")
+	n.release(nil, false)
+	if !<-done {
+		t.Fatal("no room after a heal")
+	}
+}
+
+// A fault that loses unflushed writes waits while another is in force,
+// and room gives up when the run ends.
+func TestRoomKeepsLossesApart(t *testing.T) {
+	n := newTestNemesis(3)
+	if !n.room(t.Context(), FaultPower) {
+		t.Fatal("no room for the first power loss")
+	}
+	n.set(0, "power")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan bool)
+	go func() { done <- n.room(ctx, FaultCascade) }()
+	cancel()
+	if <-done {
+		t.Fatal("a second loss of unflushed writes started beside the first")
+	}
+	n.set(0, "")
+	n.release(nil, true)
+	if !n.room(t.Context(), FaultPower) {
+		t.Fatal("no room once the first loss healed")
+	}
+}
