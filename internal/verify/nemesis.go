@@ -164,9 +164,13 @@ func (n *nemesis) run(ctx context.Context, until time.Time) {
 		node, detail, err := f.start(ctx)
 		held := n.claimed
 		if err != nil {
+			others := n.inForceCount() > 0
 			n.release(held, lossyKind(kind))
-			if errors.Is(err, errHeld) {
-				// --overlap: its node is in another fault. Not an error.
+			if errors.Is(err, errHeld) || others {
+				// --overlap: its node is in another fault, or the
+				// faults in force left it nothing to act on (no
+				// leader, no controller, no quorum for a move). Not
+				// an error of the run.
 				n.rec.Add(Op{F: FFault, Type: TInfo, Proc: "nemesis", Fault: kind, Detail: "skipped: " + err.Error()})
 			} else {
 				n.rec.Add(Op{F: FFault, Type: TInfo, Proc: "nemesis", Fault: kind, Err: "start: " + err.Error()})
@@ -285,6 +289,12 @@ func (n *nemesis) release(held []int32, lossy bool) {
 	n.cond.Broadcast()
 }
 
+func (n *nemesis) inForceCount() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.inForce)
+}
+
 func (n *nemesis) stopped() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -329,18 +339,19 @@ func (n *nemesis) draw() draws {
 func (n *nemesis) target(ctx context.Context, d draws) (int32, string, error) {
 	vs := n.e.obs.views(ctx, n.e.ids, []string{n.main.Name})
 	// The drawn partition's, or where a fault in force holds that node
-	// (Overlap), the next partition's whose node is free.
+	// or left the partition without a leader (Overlap), the next
+	// partition's whose node is free.
 	for k := range n.main.Partitions {
 		p := (d.part + k) % n.main.Partitions
 		id, what, err := n.targetIn(vs, p, d)
-		if err != nil && k == 0 {
-			return 0, "", err
-		}
 		if err == nil && !n.isHeld(id) {
 			return id, what, nil
 		}
+		if err != nil && n.inForceCount() == 0 {
+			return 0, "", err
+		}
 	}
-	return 0, "", fmt.Errorf("%w: every partition's drawn replica is in another fault", errHeld)
+	return 0, "", fmt.Errorf("%w: no partition's drawn replica is free to act on", errHeld)
 }
 
 // targetIn is the drawn role's node of partition p.
