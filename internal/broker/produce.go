@@ -105,17 +105,16 @@ func (b *Broker) appendAll(resp *kmsg.ProduceResponse, jobs []pendingAppend, ack
 	return out
 }
 
-// ProduceMayWait advises the server whether an acks=-1 Produce may wait
-// for other brokers (server.ProduceWaitAdvisor): only if a partition it
-// names is led here with another broker in its ISR. Every other case is
-// answered at the append: a partition alone in its ISR commits there, and
-// one unknown or refused fails at once. One not led here waits at most
-// for this broker to catch up with the metadata (catchup.go), usually
+// ProduceMayWait advises the server whether a Produce may wait
+// (server.ProduceWaitAdvisor): an acks=-1 one only if a partition it
+// names is led here with another broker in its ISR; one at any acks if a
+// partition it names has a log that refuses writes, as the failed append
+// waits for the hand-over (handOverWait). Every other case is answered at
+// the append: a partition alone in its ISR commits there, and one
+// unknown or refused fails at once. One not led here waits at most for
+// this broker to catch up with the metadata (catchup.go), usually
 // milliseconds, which the reader may spend.
 func (b *Broker) ProduceMayWait(req *kmsg.ProduceRequest) bool {
-	if req.Acks != -1 {
-		return false
-	}
 	img := b.meta.Image()
 	for _, rt := range req.Topics {
 		topic, err := lookupTopic(img, req.Version >= 13, rt.Topic, rt.TopicID)
@@ -124,7 +123,7 @@ func (b *Broker) ProduceMayWait(req *kmsg.ProduceRequest) bool {
 		}
 		for _, rp := range rt.Partitions {
 			p := b.replicas.Get(storage.TopicPartition{Topic: topic.Name, Partition: rp.Partition})
-			if p != nil && p.AcksAllMayWait() {
+			if p != nil && (p.WritesRefused() || req.Acks == -1 && p.AcksAllMayWait()) {
 				return true
 			}
 		}

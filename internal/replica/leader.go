@@ -319,6 +319,12 @@ func (p *Partition) Leads(leaderEpoch int32) bool {
 	return !p.removed && p.leader && p.st.LeaderEpoch == leaderEpoch
 }
 
+// WritesRefused reports whether this partition's log refuses writes now
+// (its last write failed: a full disk, a failed fsync). An append here,
+// at any acks, fails and then waits for the leadership to be handed
+// over. One atomic load; advice like AcksAllMayWait.
+func (p *Partition) WritesRefused() bool { return p.log.Refusing() }
+
 // AcksAllMayWait reports whether an acks=-1 append here may have to wait
 // for other brokers: this broker leads and the ISR the high watermark is
 // computed over (the maximal one while a change is pending) holds

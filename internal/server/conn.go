@@ -250,10 +250,13 @@ func (c *conn) inline(p parsed) bool {
 	if !ok {
 		return false
 	}
-	if req.Acks != -1 {
+	if req.Acks == 0 {
 		return true
 	}
-	return c.s.advisor != nil && !c.s.advisor.ProduceMayWait(req)
+	if c.s.advisor == nil {
+		return req.Acks != -1
+	}
+	return !c.s.advisor.ProduceMayWait(req)
 }
 
 // readRequest reads and parses one request. Protocol errors come back

@@ -20,9 +20,11 @@ type Handler interface {
 }
 
 // ProduceWaitAdvisor is implemented by a Handler that can tell, before
-// handling it, whether an acks=-1 Produce may wait for other brokers. The
-// connection's reader answers one that cannot itself, as it does acks 0
-// and 1 (see conn.inline), saving the hand-off to the worker. The advice
+// handling it, whether an acks 1 or -1 Produce may wait (for other
+// brokers, or for a leadership to move). The connection's reader answers
+// one that cannot itself, as it does acks 0 (see conn.inline), saving
+// the hand-off to the worker; without an advisor, acks 1 is taken as not
+// waiting and acks=-1 as waiting. The advice
 // only places the work: a Produce advised wrongly as not waiting still
 // gets its right answer, but holds the reader while it waits, so reading
 // ahead pauses for that time.

@@ -102,7 +102,7 @@ func TestAcksAllProduceGoesToWorker(t *testing.T) {
 	}
 }
 
-// advisedHandler advises every acks=-1 Produce as waiting or not.
+// advisedHandler advises every acks 1 and -1 Produce as waiting or not.
 type advisedHandler struct {
 	*testHandler
 	mayWait bool
@@ -110,25 +110,29 @@ type advisedHandler struct {
 
 func (h advisedHandler) ProduceMayWait(*kmsg.ProduceRequest) bool { return h.mayWait }
 
-// An acks=-1 Produce the handler advises cannot wait is answered by the
-// reader; one that may wait goes to the worker.
-func TestAdvisedAcksAllProduce(t *testing.T) {
-	for _, mayWait := range []bool{false, true} {
-		h := newTestHandler()
-		ts := startServerWith(t, advisedHandler{h, mayWait}, h, nil)
-		c := dial(t, ts.addr)
-		send(t, c, loneProduce(-1, 1), loneProduce(-1, 2))
-		for _, want := range []int32{1, 2} {
-			if corr, _ := readResponse(t, c); corr != want {
-				t.Fatalf("correlation id %d, want %d", corr, want)
+// A Produce the handler advises cannot wait is answered by the reader;
+// one that may wait (acks=-1 waiting for followers, or any acks on a
+// leader whose log refuses writes) goes to the worker, and what follows
+// it waits its turn.
+func TestAdvisedProduce(t *testing.T) {
+	for _, acks := range []int16{-1, 1} {
+		for _, mayWait := range []bool{false, true} {
+			h := newTestHandler()
+			ts := startServerWith(t, advisedHandler{h, mayWait}, h, nil)
+			c := dial(t, ts.addr)
+			send(t, c, loneProduce(acks, 1), loneProduce(acks, 2), loneProduce(0, 3), loneProduce(acks, 4))
+			for _, want := range []int32{1, 2, 4} {
+				if corr, _ := readResponse(t, c); corr != want {
+					t.Fatalf("correlation id %d, want %d", corr, want)
+				}
 			}
-		}
-		want := int64(2)
-		if mayWait {
-			want = 0
-		}
-		if n := ts.srv.inlined.Load(); n != want {
-			t.Errorf("may wait %v: %d requests answered by the reader, want %d", mayWait, n, want)
+			want := int64(4)
+			if mayWait {
+				want = 0 // the acks=0 one waits its turn behind the worker's
+			}
+			if n := ts.srv.inlined.Load(); n != want {
+				t.Errorf("acks %d, may wait %v: %d requests answered by the reader, want %d", acks, mayWait, n, want)
+			}
 		}
 	}
 }
