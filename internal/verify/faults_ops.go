@@ -89,9 +89,19 @@ func (f *moveFault) start(ctx context.Context) (int32, string, error) {
 	}
 	var req kadm.AlterPartitionAssignmentsReq
 	req.Assign(f.at.topic, f.at.p, f.target)
-	resp, err := f.n.adm.AlterPartitionAssignments(ctx, req)
-	if err == nil {
-		err = resp.Error()
+	// A retriable answer (REQUEST_TIMED_OUT while no controller can be
+	// elected, under --overlap) is retried, as an operator would.
+	var err error
+	for try := 0; ; try++ {
+		var resp kadm.AlterPartitionAssignmentsResponses
+		resp, err = f.n.adm.AlterPartitionAssignments(ctx, req)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err == nil || !kerr.IsRetriable(err) || try == 5 || ctx.Err() != nil {
+			break
+		}
+		sleep(ctx, time.Second)
 	}
 	if err != nil {
 		return 0, "", fmt.Errorf("reassign %s-%d to %v: %w", f.at.topic, f.at.p, f.target, err)
