@@ -32,7 +32,10 @@ type cascadeFault struct {
 }
 
 func (f *cascadeFault) start(ctx context.Context) (int32, string, error) {
-	at := tp{f.n.main.Name, f.d.part}
+	at, err := f.n.claimPart(f.d.part)
+	if err != nil {
+		return 0, "", err
+	}
 	state := func() (partState, bool) {
 		return partition(f.n.e.obs.views(ctx, f.n.e.ids, []string{at.topic}), at)
 	}

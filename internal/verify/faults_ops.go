@@ -72,7 +72,10 @@ type moveFault struct {
 }
 
 func (f *moveFault) start(ctx context.Context) (int32, string, error) {
-	f.at = tp{f.n.main.Name, f.d.part}
+	var err error
+	if f.at, err = f.n.claimPart(f.d.part); err != nil {
+		return 0, "", err
+	}
 	st, ok := partition(f.n.e.obs.views(ctx, f.n.e.ids, []string{f.at.topic}), f.at)
 	if !ok || st.Leader < 0 || len(st.Order) < 2 {
 		return 0, "", fmt.Errorf("%s-%d has no leader with followers", f.at.topic, f.at.p)
@@ -82,7 +85,6 @@ func (f *moveFault) start(ctx context.Context) (int32, string, error) {
 	if kill {
 		// Before the move starts: a fault that cannot start leaves
 		// nothing to heal.
-		var err error
 		if f.killed, err = f.n.running(st.Leader); err != nil {
 			return 0, "", err
 		}
@@ -91,7 +93,6 @@ func (f *moveFault) start(ctx context.Context) (int32, string, error) {
 	req.Assign(f.at.topic, f.at.p, f.target)
 	// A retriable answer (REQUEST_TIMED_OUT while no controller can be
 	// elected, under --overlap) is retried, as an operator would.
-	var err error
 	for try := 0; ; try++ {
 		var resp kadm.AlterPartitionAssignmentsResponses
 		resp, err = f.n.adm.AlterPartitionAssignments(ctx, req)

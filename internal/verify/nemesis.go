@@ -61,9 +61,14 @@ type nemesis struct {
 	held    map[int32]string // the nodes a fault in force acts on, and its kind
 	lossy   bool             // a fault that loses unflushed writes is in force
 	broken  bool             // a heal failed: no more faults
-	// claimed collects the nodes the fault being started holds
-	// (running); only the loop that starts faults touches it.
-	claimed  []int32
+	// heldParts are the partitions a move or a cascade in force works
+	// on: a second move of one would change the target the first waits
+	// for.
+	heldParts map[tp]bool
+	// claimed and claimedParts collect what the fault being started
+	// holds; only the loop that starts faults touches them.
+	claimed      []int32
+	claimedParts []tp
 	starting string // the kind of the fault being started
 	// health stands in for waitHealthy in unit tests (nil: waitHealthy).
 	health func(ctx context.Context, timeout time.Duration) (time.Duration, error)
@@ -145,7 +150,7 @@ func (n *nemesis) run(ctx context.Context, until time.Time) {
 		return
 	}
 	n.cond = sync.NewCond(&n.mu)
-	n.held = map[int32]string{}
+	n.held, n.heldParts = map[int32]string{}, map[tp]bool{}
 	var healing sync.WaitGroup
 	defer healing.Wait()
 	sleep(ctx, min(5*time.Second, n.o.Interval/2)) // warm up
@@ -162,9 +167,9 @@ func (n *nemesis) run(ctx context.Context, until time.Time) {
 			return
 		}
 		began := time.Now()
-		n.claimed, n.starting = nil, kind
+		n.claimed, n.claimedParts, n.starting = nil, nil, kind
 		node, detail, err := f.start(ctx)
-		held := n.claimed
+		held := claims{nodes: n.claimed, parts: n.claimedParts}
 		if err != nil {
 			others := n.inForceCount() > 0
 			n.release(held, lossyKind(kind))
@@ -263,7 +268,7 @@ func (n *nemesis) wait(ctx context.Context) {
 
 // heal ends fault number i after FaultDuration, even when ctx is done:
 // the final read needs the cluster whole.
-func (n *nemesis) heal(ctx context.Context, i int, kind string, node int32, f fault, held []int32) {
+func (n *nemesis) heal(ctx context.Context, i int, kind string, node int32, f fault, held claims) {
 	sleep(ctx, n.o.FaultDuration)
 	hctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	hdetail, err := f.heal(hctx)
@@ -286,12 +291,21 @@ func (n *nemesis) heal(ctx context.Context, i int, kind string, node int32, f fa
 	}
 }
 
-// release frees the nodes a fault held.
-func (n *nemesis) release(held []int32, lossy bool) {
+// claims are what one fault holds.
+type claims struct {
+	nodes []int32
+	parts []tp
+}
+
+// release frees what a fault held.
+func (n *nemesis) release(held claims, lossy bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, id := range held {
+	for _, id := range held.nodes {
 		delete(n.held, id)
+	}
+	for _, at := range held.parts {
+		delete(n.heldParts, at)
 	}
 	if lossy {
 		n.lossy = false
@@ -409,6 +423,23 @@ func (n *nemesis) claim(id int32) error {
 	n.held[id] = n.starting
 	n.claimed = append(n.claimed, id)
 	return nil
+}
+
+// claimPart makes the fault being started hold a partition of the main
+// topic: the drawn one, or where another fault holds it, the next free
+// one.
+func (n *nemesis) claimPart(drawn int32) (tp, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for k := range n.main.Partitions {
+		at := tp{n.main.Name, (drawn + k) % n.main.Partitions}
+		if !n.heldParts[at] {
+			n.heldParts[at] = true
+			n.claimedParts = append(n.claimedParts, at)
+			return at, nil
+		}
+	}
+	return tp{}, fmt.Errorf("%w: every partition of %s is being moved", errHeld, n.main.Name)
 }
 
 // errHeld: the node a fault would act on is in another fault.

@@ -9,7 +9,8 @@ import (
 )
 
 func newTestNemesis(overlap int) *nemesis {
-	n := &nemesis{o: Options{Nodes: 3, Overlap: overlap}, held: map[int32]string{}}
+	n := &nemesis{o: Options{Nodes: 3, Overlap: overlap}, held: map[int32]string{}, heldParts: map[tp]bool{},
+		main: TopicInfo{Name: "verify", Partitions: 3}}
 	n.cond = sync.NewCond(&n.mu)
 	n.health = func(context.Context, time.Duration) (time.Duration, error) { return 0, nil }
 	return n
@@ -31,7 +32,7 @@ func TestClaimHoldsANodeOnce(t *testing.T) {
 	if err := n.claim(3); err != nil {
 		t.Fatal(err)
 	}
-	n.release(held, false)
+	n.release(claims{nodes: held}, false)
 	if err := n.claim(2); err != nil {
 		t.Fatalf("after the release: %v", err)
 	}
@@ -50,7 +51,7 @@ func TestRoomWaitsForAHeal(t *testing.T) {
 	done := make(chan bool)
 	go func() { done <- n.room(ctx, FaultPause) }()
 	n.set(0, "")
-	n.release(nil, false)
+	n.release(claims{}, false)
 	if !<-done {
 		t.Fatal("no room after a heal")
 	}
@@ -77,7 +78,7 @@ func TestRoomKeepsLossesApart(t *testing.T) {
 		t.Fatal("a second loss of unflushed writes started beside the first")
 	}
 	n.set(0, "")
-	n.release(nil, true)
+	n.release(claims{}, true)
 	// With nothing in force, the cluster must still be healthy first:
 	// the node that lost its page cache may still be catching up.
 	before := checks
@@ -86,5 +87,30 @@ func TestRoomKeepsLossesApart(t *testing.T) {
 	}
 	if checks != before+1 {
 		t.Fatalf("%d health checks before the second loss, want 1", checks-before)
+	}
+}
+
+// A partition being moved is not moved again until that move healed: the
+// second would change the target the first waits for.
+func TestClaimPartPassesOverHeldPartitions(t *testing.T) {
+	n := newTestNemesis(3)
+	first, err := n.claimPart(2)
+	if err != nil || first != (tp{"verify", 2}) {
+		t.Fatalf("first claim: %v %v", first, err)
+	}
+	held := claims{parts: n.claimedParts}
+	second, err := n.claimPart(2)
+	if err != nil || second != (tp{"verify", 0}) {
+		t.Fatalf("second claim of partition 2: %v %v, want partition 0", second, err)
+	}
+	if _, err := n.claimPart(1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.claimPart(0); !errors.Is(err, errHeld) {
+		t.Fatalf("every partition held: %v, want errHeld", err)
+	}
+	n.release(held, false)
+	if again, err := n.claimPart(0); err != nil || again != first {
+		t.Fatalf("after the release: %v %v, want %v", again, err, first)
 	}
 }
