@@ -69,7 +69,7 @@ type nemesis struct {
 	// holds; only the loop that starts faults touches them.
 	claimed      []int32
 	claimedParts []tp
-	starting string // the kind of the fault being started
+	starting     string // the kind of the fault being started
 	// health stands in for waitHealthy in unit tests (nil: waitHealthy).
 	health func(ctx context.Context, timeout time.Duration) (time.Duration, error)
 }
