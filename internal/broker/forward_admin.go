@@ -41,7 +41,6 @@ func (b *Broker) forwardAdmin(ctx context.Context, req kmsg.Request) (kmsg.Respo
 		return forwardFailed(req, err), nil
 	}
 	resp.SetVersion(version)
-	wctx := ctx
 	switch r := resp.(type) {
 	case *kmsg.CreateTopicsResponse:
 		if req.(*kmsg.CreateTopicsRequest).ValidateOnly {
@@ -50,7 +49,7 @@ func (b *Broker) forwardAdmin(ctx context.Context, req kmsg.Request) (kmsg.Respo
 		for _, t := range r.Topics {
 			if t.ErrorCode == 0 {
 				name, id := t.Topic, t.TopicID
-				b.waitImage(wctx, func(im *metadata.Image) bool {
+				b.waitImage(ctx, func(im *metadata.Image) bool {
 					got := im.TopicByName(name)
 					return got != nil && (id == [16]byte{} || got.ID == id)
 				})
@@ -60,12 +59,12 @@ func (b *Broker) forwardAdmin(ctx context.Context, req kmsg.Request) (kmsg.Respo
 		for _, t := range r.Topics {
 			if t.ErrorCode == 0 && t.Topic != nil {
 				name := *t.Topic
-				b.waitImage(wctx, func(im *metadata.Image) bool { return im.TopicByName(name) == nil })
+				b.waitImage(ctx, func(im *metadata.Image) bool { return im.TopicByName(name) == nil })
 			}
 		}
 	case *kmsg.AlterPartitionAssignmentsResponse:
 		ar := req.(*kmsg.AlterPartitionAssignmentsRequest)
-		b.waitImage(wctx, func(im *metadata.Image) bool { return reassignmentsVisible(im, ar, r) })
+		b.waitImage(ctx, func(im *metadata.Image) bool { return reassignmentsVisible(im, ar, r) })
 	case *kmsg.CreatePartitionsResponse:
 		want := map[string]int32{}
 		for _, rt := range req.(*kmsg.CreatePartitionsRequest).Topics {
@@ -77,7 +76,7 @@ func (b *Broker) forwardAdmin(ctx context.Context, req kmsg.Request) (kmsg.Respo
 		for _, t := range r.Topics {
 			if n, ok := want[t.Topic]; ok && t.ErrorCode == 0 {
 				name := t.Topic
-				b.waitImage(wctx, func(im *metadata.Image) bool {
+				b.waitImage(ctx, func(im *metadata.Image) bool {
 					got := im.TopicByName(name)
 					return got != nil && int32(len(got.Partitions)) >= n
 				})

@@ -178,9 +178,9 @@ type Controller struct {
 	// Close lets them finish before it shuts raft down: raft never
 	// answers a future it has handed to its state machine goroutine when
 	// that goroutine stops first, and such a waiter would wait forever.
-	// closing, under futMu, refuses new raft operations once Close began.
+	// Close closes closed under futMu, so that await, checking it under
+	// futMu, never adds to futures once Close waits for them.
 	futMu   sync.Mutex
-	closing bool
 	futures sync.WaitGroup
 
 	// preparing holds the ids of the pending topics a CreateTopic call of
@@ -383,9 +383,8 @@ func (c *Controller) release() error {
 // fail with ErrClosed or ErrNotController. Close is idempotent.
 func (c *Controller) Close() error {
 	c.closeOnce.Do(func() {
-		close(c.closed)
 		c.futMu.Lock()
-		c.closing = true
+		close(c.closed)
 		c.futMu.Unlock()
 		c.stop()
 		c.bg.Wait()

@@ -171,9 +171,11 @@ func timeoutOf(ctx context.Context) time.Duration {
 // new starts (ErrClosed).
 func (c *Controller) await(ctx context.Context, start func() raft.Future) error {
 	c.futMu.Lock()
-	if c.closing {
+	select {
+	case <-c.closed:
 		c.futMu.Unlock()
 		return fmt.Errorf("%w: controller stopping", ErrClosed)
+	default:
 	}
 	c.futures.Add(1)
 	c.futMu.Unlock()

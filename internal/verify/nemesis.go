@@ -65,11 +65,10 @@ type nemesis struct {
 	// on: a second move of one would change the target the first waits
 	// for.
 	heldParts map[tp]bool
-	// claimed and claimedParts collect what the fault being started
-	// holds; only the loop that starts faults touches them.
-	claimed      []int32
-	claimedParts []tp
-	starting     string // the kind of the fault being started
+	// claiming collects what the fault being started holds; only the
+	// loop that starts faults touches it.
+	claiming claims
+	starting string // the kind of the fault being started
 	// health stands in for waitHealthy in unit tests (nil: waitHealthy).
 	health func(ctx context.Context, timeout time.Duration) (time.Duration, error)
 }
@@ -167,9 +166,9 @@ func (n *nemesis) run(ctx context.Context, until time.Time) {
 			return
 		}
 		began := time.Now()
-		n.claimed, n.claimedParts, n.starting = nil, nil, kind
+		n.claiming, n.starting = claims{}, kind
 		node, detail, err := f.start(ctx)
-		held := claims{nodes: n.claimed, parts: n.claimedParts}
+		held := n.claiming
 		if err != nil {
 			others := n.inForceCount() > 0
 			n.release(held, lossyKind(kind))

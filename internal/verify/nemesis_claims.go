@@ -40,7 +40,7 @@ func (n *nemesis) claim(id int32) error {
 		return fmt.Errorf("%w: node %d is in a %s fault", errHeld, id, kind)
 	}
 	n.held[id] = n.starting
-	n.claimed = append(n.claimed, id)
+	n.claiming.nodes = append(n.claiming.nodes, id)
 	return nil
 }
 
@@ -54,7 +54,7 @@ func (n *nemesis) claimPart(drawn int32) (tp, error) {
 		at := tp{n.main.Name, (drawn + k) % n.main.Partitions}
 		if !n.heldParts[at] {
 			n.heldParts[at] = true
-			n.claimedParts = append(n.claimedParts, at)
+			n.claiming.parts = append(n.claiming.parts, at)
 			return at, nil
 		}
 	}

@@ -24,15 +24,15 @@ func TestClaimHoldsANodeOnce(t *testing.T) {
 	if err := n.claim(2); err != nil {
 		t.Fatal(err)
 	}
-	held := n.claimed
-	n.claimed, n.starting = nil, FaultPause
+	held := n.claiming
+	n.claiming, n.starting = claims{}, FaultPause
 	if err := n.claim(2); !errors.Is(err, errHeld) {
 		t.Fatalf("second claim of node 2: %v, want errHeld", err)
 	}
 	if err := n.claim(3); err != nil {
 		t.Fatal(err)
 	}
-	n.release(claims{nodes: held}, false)
+	n.release(held, false)
 	if err := n.claim(2); err != nil {
 		t.Fatalf("after the release: %v", err)
 	}
@@ -98,7 +98,7 @@ func TestClaimPartPassesOverHeldPartitions(t *testing.T) {
 	if err != nil || first != (tp{"verify", 2}) {
 		t.Fatalf("first claim: %v %v", first, err)
 	}
-	held := claims{parts: n.claimedParts}
+	held := n.claiming
 	second, err := n.claimPart(2)
 	if err != nil || second != (tp{"verify", 0}) {
 		t.Fatalf("second claim of partition 2: %v %v, want partition 0", second, err)
