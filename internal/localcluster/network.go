@@ -36,15 +36,16 @@ const (
 // connection that reaches a node crosses one of them; the proxy learns
 // from the kernel which process opened it (owner.go), so a cut can be
 // per link: between two nodes, or between this process's clients and a
-// node. Cuts are symmetric.
+// node. A cut is symmetric, or one-way (CutOneWay): only what one party
+// sends is held, whoever opened the connection.
 type Network struct {
 	c   *Cluster
 	log *slog.Logger
 	wg  sync.WaitGroup
 
 	mu      sync.Mutex
-	cond    *sync.Cond // broadcast on every change of cuts or conns
-	cuts    map[[2]int32]cut
+	cond    *sync.Cond       // broadcast on every change of cuts or conns
+	cuts    map[[2]int32]cut // by direction: {sender, receiver}
 	conns   map[*pconn]struct{}
 	proxies []*proxy
 	closed  bool
@@ -152,6 +153,50 @@ func pair(a, b int32) [2]int32 {
 // Cut cuts the link between parties a and b (node ids, or Clients).
 func (nw *Network) Cut(a, b int32, mode CutMode) { nw.cut(a, b, cut{mode: mode}) }
 
+// CutOneWay black-holes what party from sends to party to, on every
+// connection between them, and nothing else: what a lossy route in one
+// direction does to the requests and answers above TCP. If from opened
+// the connection its requests are held (as in a black hole); if to did,
+// from still receives and serves its requests, and its answers are held:
+// work done that its asker never hears of. UncutOneWay undoes it.
+func (nw *Network) CutOneWay(from, to int32) {
+	if from == to {
+		return
+	}
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	nw.addCutLocked([2]int32{from, to}, cut{mode: BlackHole})
+	nw.cond.Broadcast()
+}
+
+// UncutOneWay undoes one CutOneWay(from, to).
+func (nw *Network) UncutOneWay(from, to int32) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	nw.uncutLocked([2]int32{from, to})
+}
+
+// addCutLocked sets the cut of one direction, counting it.
+func (nw *Network) addCutLocked(dir [2]int32, c cut) {
+	c.refs = nw.cuts[dir].refs + 1
+	nw.cuts[dir] = c
+}
+
+// uncutLocked undoes one cut of a direction; its bytes move again once
+// every cut of it is undone.
+func (nw *Network) uncutLocked(dir [2]int32) {
+	c, ok := nw.cuts[dir]
+	if !ok {
+		return
+	}
+	if c.refs--; c.refs > 0 {
+		nw.cuts[dir] = c
+		return
+	}
+	delete(nw.cuts, dir)
+	nw.cond.Broadcast()
+}
+
 // CutData cuts the link between two nodes on their client listeners
 // only: the followers' fetches and every Kafka request stop, while Raft
 // and the controller's APIs (registration, heartbeats) still pass, so
@@ -165,8 +210,8 @@ func (nw *Network) cut(a, b int32, c cut) {
 		return
 	}
 	nw.mu.Lock()
-	c.refs = nw.cuts[pair(a, b)].refs + 1
-	nw.cuts[pair(a, b)] = c
+	nw.addCutLocked([2]int32{a, b}, c)
+	nw.addCutLocked([2]int32{b, a}, c)
 	var reset []*pconn
 	if c.mode == Reset {
 		for pc := range nw.conns {
@@ -187,17 +232,8 @@ func (nw *Network) cut(a, b int32, c cut) {
 func (nw *Network) Uncut(a, b int32) {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
-	k := pair(a, b)
-	c, ok := nw.cuts[k]
-	if !ok {
-		return
-	}
-	if c.refs--; c.refs > 0 {
-		nw.cuts[k] = c
-		return
-	}
-	delete(nw.cuts, k)
-	nw.cond.Broadcast()
+	nw.uncutLocked([2]int32{a, b})
+	nw.uncutLocked([2]int32{b, a})
 }
 
 // Heal ends every cut: black-holed connections move again, parked ones
@@ -209,13 +245,15 @@ func (nw *Network) Heal() {
 	nw.cond.Broadcast()
 }
 
-// Cuts lists the links cut now.
+// Cuts lists the links cut now, either way or both.
 func (nw *Network) Cuts() [][2]int32 {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	var out [][2]int32
-	for p := range nw.cuts {
-		out = append(out, p)
+	for d := range nw.cuts {
+		if p := pair(d[0], d[1]); !slices.Contains(out, p) {
+			out = append(out, p)
+		}
 	}
 	slices.SortFunc(out, func(a, b [2]int32) int {
 		if a[0] != b[0] {
@@ -296,7 +334,10 @@ func (nw *Network) serve(p *proxy, c net.Conn) {
 		return
 	}
 	nw.conns[pc] = struct{}{}
-	ok := nw.waitPassLocked(pc)
+	// A new connection is parked while its opener's bytes are held: a
+	// one-way cut of the other direction lets it connect, so that its
+	// requests are served and only the answers held.
+	ok := nw.waitPassLocked(pc, pc.from)
 	nw.mu.Unlock()
 	if !ok {
 		nw.closeConn(pc, true)
@@ -350,14 +391,18 @@ func (nw *Network) listening(pid int, addr string) bool {
 	return true
 }
 
-// waitPassLocked waits while pc's link is black-holed; it reports false
-// if pc is closed or its link reset meanwhile.
-func (nw *Network) waitPassLocked(pc *pconn) bool {
+// waitPassLocked waits while what sender sends on pc is black-holed; it
+// reports false if pc is closed or its link reset meanwhile.
+func (nw *Network) waitPassLocked(pc *pconn, sender int32) bool {
+	dir := [2]int32{pc.from, pc.to}
+	if sender != pc.from {
+		dir = [2]int32{pc.to, pc.from}
+	}
 	for {
 		if pc.closed || nw.closed {
 			return false
 		}
-		c := nw.cuts[pair(pc.from, pc.to)]
+		c := nw.cuts[dir]
 		switch {
 		case !c.applies(pc):
 			return true
@@ -373,12 +418,16 @@ func (nw *Network) waitPassLocked(pc *pconn) bool {
 // link is black-holed (so the sender meets TCP backpressure, not loss).
 func (nw *Network) pump(pc *pconn, src, dst net.Conn) {
 	defer nw.wg.Done()
+	sender := pc.to
+	if src == pc.client {
+		sender = pc.from
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			nw.mu.Lock()
-			ok := nw.waitPassLocked(pc)
+			ok := nw.waitPassLocked(pc, sender)
 			nw.mu.Unlock()
 			if !ok {
 				nw.closeConn(pc, true)
