@@ -32,7 +32,8 @@ values, assigned consumers and consumer-group members that commit — while
 injecting faults one at a time on a schedule: kill -9 and restart of a
 leader, a follower or the active controller, SIGSTOP/SIGCONT, network
 partitions (every connection to a node crosses a proxy of this process),
-torn writes, a power loss (what a node had not fsynced is lost), a full
+one-way ones (what a node sends lost while it still hears, or the
+reverse), torn writes, a power loss (what a node had not fsynced is lost), a full
 disk; and an operator's work: a rolling restart's step (SIGTERM, a
 controlled shutdown) and a partition reassignment with a preferred leader
 election. After the faults heal, every partition is read

@@ -112,59 +112,6 @@ func (f *pauseFault) heal(context.Context) (string, error) {
 	return "SIGCONT", f.node.Resume()
 }
 
-// partitionFault cuts the network (black hole) around the drawn node:
-// from every other node and from the clients; or only the clients from
-// it; or only one other node from it (a partial partition: each of the
-// two still reaches the third, and the controller may be either side).
-type partitionFault struct {
-	n     *nemesis
-	d     draws
-	links [][2]int32 // the links it cut, undone at the heal
-}
-
-func (f *partitionFault) start(ctx context.Context) (int32, string, error) {
-	id, what, err := f.n.target(ctx, f.d)
-	if err != nil {
-		return 0, "", err
-	}
-	switch f.d.pick % 3 {
-	case 1:
-		f.cut(localcluster.Clients, id)
-		return id, "clients cut from the " + what, nil
-	case 2:
-		var others []int32
-		for _, o := range f.n.e.ids {
-			if o != id {
-				others = append(others, o)
-			}
-		}
-		other := others[(f.d.pick/3)%len(others)]
-		f.cut(id, other)
-		return id, fmt.Sprintf("the %s cut from node %d only", what, other), nil
-	}
-	for _, o := range f.n.e.ids {
-		if o != id {
-			f.cut(id, o)
-		}
-	}
-	f.cut(id, localcluster.Clients)
-	return id, "isolated the " + what + " from every node and the clients", nil
-}
-
-func (f *partitionFault) cut(a, b int32) {
-	f.n.e.nw.Cut(a, b, localcluster.BlackHole)
-	f.links = append(f.links, [2]int32{a, b})
-}
-
-// heal undoes this fault's cuts only: another partition in force
-// (--overlap) stays.
-func (f *partitionFault) heal(context.Context) (string, error) {
-	for _, l := range f.links {
-		f.n.e.nw.Uncut(l[0], l[1])
-	}
-	return "network healed", nil
-}
-
 // diskFault fills the disk-full node's tmpfs, and frees it at the heal.
 type diskFault struct{ n *nemesis }
 

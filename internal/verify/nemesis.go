@@ -399,6 +399,8 @@ func (n *nemesis) plan(kind string) fault {
 		return &pauseFault{n: n, d: d}
 	case FaultPartition:
 		return &partitionFault{n: n, d: d}
+	case FaultOneWay:
+		return &oneWayFault{n: n, d: d}
 	case FaultTorn:
 		return &killFault{n: n, d: d, torn: true}
 	case FaultPower:

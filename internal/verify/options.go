@@ -14,6 +14,7 @@ const (
 	FaultKill       = "kill"       // kill -9 of a leader or a follower, then a restart
 	FaultPause      = "pause"      // SIGSTOP of a leader or a follower, then SIGCONT
 	FaultPartition  = "partition"  // a node cut from the others and the clients, or clients from a leader
+	FaultOneWay     = "one-way"    // what a node sends lost, or what it is sent, while the other way moves
 	FaultTorn       = "torn"       // garbage appended to a stopped node's active segments before its restart
 	FaultPower      = "power"      // kill -9, and what the node had not fsynced is lost before its restart
 	FaultDiskFull   = "disk-full"  // one node's log dir (a small tmpfs) filled up, then freed
@@ -31,7 +32,7 @@ const (
 )
 
 // AllFaults are the kinds a safe run injects by default.
-var AllFaults = []string{FaultKill, FaultPause, FaultPartition, FaultTorn, FaultPower, FaultDiskFull, FaultController, FaultRestart, FaultMove}
+var AllFaults = []string{FaultKill, FaultPause, FaultPartition, FaultOneWay, FaultTorn, FaultPower, FaultDiskFull, FaultController, FaultRestart, FaultMove}
 
 // Options configure a run.
 type Options struct {

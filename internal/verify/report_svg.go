@@ -16,6 +16,7 @@ var faultColors = map[string]string{
 	FaultKill:       "#f4a6a6",
 	FaultPause:      "#a6c8f4",
 	FaultPartition:  "#f4d9a6",
+	FaultOneWay:     "#f4c08f",
 	FaultTorn:       "#d3a6f4",
 	FaultPower:      "#c9b38f",
 	FaultDiskFull:   "#a6f4c1",

@@ -96,7 +96,7 @@ func TestVerifySafe(t *testing.T) {
 		t.Fatalf("the run went wrong: %v\n%s", res.Errors, output)
 	}
 	faults := res.FaultCounts()
-	for _, k := range []string{verify.FaultKill, verify.FaultPause, verify.FaultPartition, verify.FaultTorn, verify.FaultPower, verify.FaultController, verify.FaultRestart, verify.FaultMove} {
+	for _, k := range []string{verify.FaultKill, verify.FaultPause, verify.FaultPartition, verify.FaultOneWay, verify.FaultTorn, verify.FaultPower, verify.FaultController, verify.FaultRestart, verify.FaultMove} {
 		if faults[k] == 0 {
 			t.Errorf("no %s fault in %v", k, faults)
 		}
