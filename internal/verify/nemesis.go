@@ -140,6 +140,20 @@ func (n *nemesis) waitHealthy(ctx context.Context, timeout time.Duration) (time.
 	}
 }
 
+// healthyNow reports whether the cluster is healthy at one look.
+func (n *nemesis) healthyNow(ctx context.Context) bool {
+	_, err := n.awaitHealth(ctx, 0)
+	return err == nil
+}
+
+// awaitHealth is waitHealthy, or the unit tests' stand-in for it.
+func (n *nemesis) awaitHealth(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	if n.health != nil {
+		return n.health(ctx, timeout)
+	}
+	return n.waitHealthy(ctx, timeout)
+}
+
 // run injects faults until there is no room for another before until,
 // and at least one round: every kind asked for strikes once, however
 // slowly the cluster recovers (the run is longer then). It returns when
@@ -166,17 +180,20 @@ func (n *nemesis) run(ctx context.Context, until time.Time) {
 			return
 		}
 		began := time.Now()
+		// --overlap: a fault may start while the last ones still heal or
+		// the cluster still recovers from them; see below.
+		unsettled := n.o.Overlap > 1 && (n.inForceCount() > 0 || !n.healthyNow(ctx))
 		n.claiming, n.starting = claims{}, kind
 		node, detail, err := f.start(ctx)
 		held := n.claiming
 		if err != nil {
-			others := n.inForceCount() > 0
+			others := unsettled || n.inForceCount() > 0
 			n.release(held, lossyKind(kind))
 			if errors.Is(err, errHeld) || others {
 				// --overlap: its node is in another fault, or the
-				// faults in force left it nothing to act on (no
-				// leader, no controller, no quorum for a move). Not
-				// an error of the run.
+				// faults in force, or those just healed, left it
+				// nothing to act on (no leader, no controller, no
+				// quorum for a move). Not an error of the run.
 				n.rec.Add(Op{F: FFault, Type: TInfo, Proc: "nemesis", Fault: kind, Detail: "skipped: " + err.Error()})
 			} else {
 				n.rec.Add(Op{F: FFault, Type: TInfo, Proc: "nemesis", Fault: kind, Err: "start: " + err.Error()})
@@ -239,11 +256,7 @@ func (n *nemesis) room(ctx context.Context, kind string) bool {
 	// No fault in force is not enough: such a node may still be
 	// catching up.
 	n.mu.Unlock()
-	wait := n.waitHealthy
-	if n.health != nil {
-		wait = n.health
-	}
-	_, err := wait(ctx, 90*time.Second)
+	_, err := n.awaitHealth(ctx, 90*time.Second)
 	n.mu.Lock()
 	if err != nil {
 		n.lossy = false
