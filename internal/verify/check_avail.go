@@ -25,6 +25,12 @@ func (c *checker) availability(res *Result) {
 	}
 	slices.SortFunc(acks, func(a, b *send) int { return cmpFloat(a.ackT, b.ackT) })
 	end := c.lastT
+	lastSend := 0.0 // the producers' last send: recoveries are seen up to it
+	for _, s := range c.sends {
+		if t := c.topics[s.at.topic]; t != nil && t.Safety {
+			lastSend = max(lastSend, s.invoke)
+		}
+	}
 
 	// Per window.
 	for i := range c.faults {
@@ -40,6 +46,9 @@ func (c *checker) availability(res *Result) {
 		f.Recovery = -1
 		if f.End >= 0 {
 			f.Recovery = c.recovery(f.End, parts)
+		}
+		if f.Recovery < 0 && (f.End < 0 || lastSend-f.End < recoveryHorizon) {
+			f.Recovery = RecoveryUnseen
 		}
 	}
 	res.Faults = c.faults
@@ -72,6 +81,7 @@ func (c *checker) availability(res *Result) {
 		a.Seconds += stop - f.Start
 		a.Rate += float64(f.Acked) // summed, divided below
 		switch {
+		case f.Recovery == RecoveryUnseen:
 		case f.Recovery < 0 || a.MaxRecover < 0:
 			a.MaxRecover = -1
 		default:
@@ -94,11 +104,24 @@ func (c *checker) availability(res *Result) {
 		}
 		if recovered > 0 {
 			a.MeanRecover /= float64(recovered)
+		} else {
+			// None recovered: never, or every window healed too late
+			// to tell.
+			if a.MaxRecover == 0 {
+				a.MaxRecover = RecoveryUnseen
+			}
+			a.MeanRecover = a.MaxRecover
 		}
 		res.Avail = append(res.Avail, *a)
 	}
 	c.timeline(res, end)
 }
+
+// recoveryHorizon is how long the producers must go on sending after a
+// heal for a partition that acknowledged nothing since to count as not
+// recovered: the producers' delivery timeout, so that every send invoked
+// just after the heal was either acknowledged or failed within the run.
+const recoveryHorizon = 30.0
 
 // recovery is the time from heal until every partition that was sent to
 // after it had acknowledged such a send; -1 if one never did.

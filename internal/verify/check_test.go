@@ -335,3 +335,50 @@ func TestParseValue(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoveryNeverOrUnseen: a partition that acknowledges nothing after
+// a heal never recovered if the producers went on for the delivery
+// timeout after it; a fault healed nearer the end than that is unseen,
+// and left out of its kind's figures.
+func TestRecoveryNeverOrUnseen(t *testing.T) {
+	h := newHist()
+	var seq int64
+	for i := range 500 { // 10 sends a second for 50 s
+		at := float64(i) / 10
+		p := int32(i % 2)
+		v := FormatValue("p1", seq)
+		seq++
+		h.ops = append(h.ops, Op{T: at, F: FSend, Type: TInvoke, Proc: "p1", Topic: topicA, Value: v, Partition: p})
+		if p == 0 || at < 4 {
+			h.ops = append(h.ops, Op{T: at + 0.01, F: FSend, Type: TOK, Proc: "p1", Topic: topicA, Value: v, Partition: p, Offset: seq})
+		}
+	}
+	h.ops = append(h.ops,
+		Op{T: 4, F: FFault, Type: TStart, Proc: "nemesis", Fault: "kill", Node: 2},
+		Op{T: 6, F: FFault, Type: TEnd, Proc: "nemesis", Fault: "kill", Node: 2},
+		Op{T: 45, F: FFault, Type: TStart, Proc: "nemesis", Fault: "pause", Node: 3},
+		Op{T: 47, F: FFault, Type: TEnd, Proc: "nemesis", Fault: "pause", Node: 3})
+	slices.SortStableFunc(h.ops, func(a, b Op) int { return cmpFloat(a.T, b.T) })
+	res := Check(h.ops)
+	if len(res.Faults) != 2 {
+		t.Fatalf("faults %+v", res.Faults)
+	}
+	if r := res.Faults[0].Recovery; r != -1 {
+		t.Errorf("kill healed 44 s before the end: recovery %v, want -1 (never)", r)
+	}
+	if r := res.Faults[1].Recovery; r != RecoveryUnseen {
+		t.Errorf("pause healed 3 s before the end: recovery %v, want unseen", r)
+	}
+	for _, a := range res.Avail {
+		want := -1.0
+		if a.Fault == "pause" {
+			want = RecoveryUnseen
+		}
+		if a.MaxRecover != want || a.MeanRecover != want {
+			t.Errorf("%s: max %v mean %v, want %v", a.Fault, a.MaxRecover, a.MeanRecover, want)
+		}
+	}
+	if got := secs(RecoveryUnseen); got != "after the run" {
+		t.Errorf("secs(unseen) = %q", got)
+	}
+}

@@ -115,7 +115,10 @@ func WriteSummary(w io.Writer, res *Result) {
 }
 
 func secs(s float64) string {
-	if s < 0 {
+	switch {
+	case s == RecoveryUnseen:
+		return "after the run"
+	case s < 0:
 		return "never"
 	}
 	return fmt.Sprintf("%.2fs", s)

@@ -84,9 +84,15 @@ type FaultWindow struct {
 	Acked  int     `json:"acked"`
 	Rate   float64 `json:"rate"` // acknowledged sends per second during the window
 	// Recovery is the time from the heal until every partition had
-	// acknowledged a send invoked after it; -1 if some never did.
+	// acknowledged a send invoked after it; -1 if some never did,
+	// RecoveryUnseen if the producers stopped too soon after the heal
+	// (or before it) to tell.
 	Recovery float64 `json:"recovery"`
 }
+
+// RecoveryUnseen is the Recovery of a fault that healed too near the end
+// of the run (under --overlap) for its recovery to be seen.
+const RecoveryUnseen = -2
 
 // Availability sums the windows of one kind of fault.
 type Availability struct {
@@ -95,7 +101,7 @@ type Availability struct {
 	Seconds     float64 `json:"seconds"`
 	Rate        float64 `json:"rate"`        // acknowledged sends per second inside these windows
 	MeanRecover float64 `json:"meanRecover"` // over the windows that recovered
-	MaxRecover  float64 `json:"maxRecover"`  // -1 if one never recovered
+	MaxRecover  float64 `json:"maxRecover"`  // -1 if one never recovered; windows of RecoveryUnseen left out
 }
 
 // Bucket is one slice of the timeline.
