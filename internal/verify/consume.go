@@ -110,48 +110,74 @@ func memberOpts(group string, topics []TopicInfo, rec *Recorder, proc string) []
 // run polls, records, and commits after every poll until ctx ends.
 func (m *member) run(ctx context.Context) {
 	for ctx.Err() == nil {
+		// The membership before the poll: what it returns was fetched
+		// under this one or a later one, never an earlier one.
+		id, gen := m.cl.GroupMetadata()
 		next := recordPolls(m.rec, m.st, m.name, m.cl.PollFetches(ctx))
-		if len(next) > 0 && ctx.Err() == nil {
-			m.commit(ctx, next)
+		// With no membership before the poll there is none to commit
+		// as: a commit from outside the group (generation -1) is taken
+		// whenever the group is empty, from anyone.
+		if len(next) > 0 && ctx.Err() == nil && id != "" && gen >= 0 {
+			m.commit(ctx, id, gen, next)
 		}
 		m.cl.AllowRebalance()
 	}
 }
 
 // commit commits next synchronously (before any rebalance: polls block
-// them), recording one commit per topic: invoked, then ok with the
-// partitions the coordinator took, or info with the rest.
-func (m *member) commit(ctx context.Context, next map[string]map[int32]kgo.EpochOffset) {
+// them) as member id of generation (or member epoch) gen, recording one
+// commit per topic: invoked, then ok with the partitions the coordinator
+// took, or info with the rest.
+//
+// It sends the OffsetCommit itself, stamped with the membership of the
+// poll, rather than through CommitOffsetsSync: that waits out a rejoin in
+// progress and stamps the commit with the new membership, so offsets read
+// under a membership the coordinator had already fenced (another member
+// has committed past them since) were accepted as a new member's, and the
+// group's commit went backwards with no broker at fault (seed 22 with
+// --overlap 2: a coordinator paused, then moved). Stamped with the poll's
+// membership, such a commit is the coordinator's to refuse, and a
+// coordinator that took it would be found out.
+func (m *member) commit(ctx context.Context, id string, gen int32, next map[string]map[int32]kgo.EpochOffset) {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.MemberID, req.Generation = m.group, id, gen
 	for _, topic := range sortedKeys(next) {
 		m.rec.Add(Op{F: FCommit, Type: TInvoke, Proc: m.name, Group: m.group, Topic: topic, Offsets: plainOffsets(next[topic])})
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = topic
+		for _, p := range sortedKeys(next[topic]) {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p, next[topic][p].Offset, next[topic][p].Epoch
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	m.cl.CommitOffsetsSync(cctx, next, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		for _, topic := range sortedKeys(next) {
-			ok, failed := map[int32]int64{}, map[int32]int64{}
-			var firstErr error
-			for p, eo := range next[topic] {
-				perr := err
-				if perr == nil {
-					perr = partitionCommitErr(resp, topic, p)
-				}
-				if perr != nil {
-					failed[p] = eo.Offset
-					firstErr = cmp.Or(firstErr, perr)
-				} else {
-					ok[p] = eo.Offset
-				}
+	resp, err := req.RequestWith(cctx, m.cl)
+	for _, topic := range sortedKeys(next) {
+		ok, failed := map[int32]int64{}, map[int32]int64{}
+		var firstErr error
+		for p, eo := range next[topic] {
+			perr := err
+			if perr == nil {
+				perr = partitionCommitErr(resp, topic, p)
 			}
-			if len(ok) > 0 {
-				m.rec.Add(Op{F: FCommit, Type: TOK, Proc: m.name, Group: m.group, Topic: topic, Offsets: ok})
-				m.st.commits.Add(1)
-			}
-			if len(failed) > 0 {
-				m.rec.Add(Op{F: FCommit, Type: TInfo, Proc: m.name, Group: m.group, Topic: topic, Offsets: failed, Err: firstErr.Error()})
+			if perr != nil {
+				failed[p] = eo.Offset
+				firstErr = cmp.Or(firstErr, perr)
+			} else {
+				ok[p] = eo.Offset
 			}
 		}
-	})
+		if len(ok) > 0 {
+			m.rec.Add(Op{F: FCommit, Type: TOK, Proc: m.name, Group: m.group, Topic: topic, Offsets: ok})
+			m.st.commits.Add(1)
+		}
+		if len(failed) > 0 {
+			m.rec.Add(Op{F: FCommit, Type: TInfo, Proc: m.name, Group: m.group, Topic: topic, Offsets: failed, Err: firstErr.Error()})
+		}
+	}
 }
 
 func plainOffsets(ps map[int32]kgo.EpochOffset) map[int32]int64 {
