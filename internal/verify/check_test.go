@@ -14,6 +14,7 @@ import (
 type hist struct {
 	ops []Op
 	t   float64
+	seq int64 // timedSend's next sequence
 }
 
 const topicA = "t"
@@ -39,6 +40,31 @@ func (h *hist) sent(proc string, seq int64, p int32, o int64) *hist {
 	v := FormatValue(proc, seq)
 	h.add(Op{F: FSend, Type: TInvoke, Proc: proc, Topic: topicA, Value: v, Partition: p})
 	return h.add(Op{F: FSend, Type: TOK, Proc: proc, Topic: topicA, Value: v, Partition: p, Offset: o})
+}
+
+// timedSend records p1's next send to partition p, invoked at time at
+// and acknowledged at ack (never if ack < 0). Such ops go in unsorted:
+// checkTimed sorts them.
+func (h *hist) timedSend(p int32, at, ack float64) {
+	v := FormatValue("p1", h.seq)
+	h.seq++
+	h.ops = append(h.ops, Op{T: at, F: FSend, Type: TInvoke, Proc: "p1", Topic: topicA, Value: v, Partition: p})
+	if ack >= 0 {
+		h.ops = append(h.ops, Op{T: ack, F: FSend, Type: TOK, Proc: "p1", Topic: topicA, Value: v, Partition: p, Offset: h.seq})
+	}
+}
+
+// window records a fault of kind on node from start to end.
+func (h *hist) window(kind string, node int32, start, end float64) {
+	h.ops = append(h.ops,
+		Op{T: start, F: FFault, Type: TStart, Proc: "nemesis", Fault: kind, Node: node},
+		Op{T: end, F: FFault, Type: TEnd, Proc: "nemesis", Fault: kind, Node: node})
+}
+
+// checkTimed checks the ops of timedSend and window in time order.
+func (h *hist) checkTimed() *Result {
+	slices.SortStableFunc(h.ops, func(a, b Op) int { return cmpFloat(a.T, b.T) })
+	return Check(h.ops)
 }
 
 func (h *hist) poll(proc string, recs ...Rec) *hist {
@@ -247,30 +273,18 @@ func TestCheckAcks1TopicIsNotASafetyViolation(t *testing.T) {
 
 func TestAvailability(t *testing.T) {
 	h := newHist()
-	var seq int64
-	sendAt := func(p int32, at, ack float64) {
-		v := FormatValue("p1", seq)
-		seq++
-		h.ops = append(h.ops,
-			Op{T: at, F: FSend, Type: TInvoke, Proc: "p1", Topic: topicA, Value: v, Partition: p},
-			Op{T: ack, F: FSend, Type: TOK, Proc: "p1", Topic: topicA, Value: v, Partition: p, Offset: seq})
-	}
 	// 10 acks a second for 10 s on two partitions; a fault from 4 to 6 s
 	// stops partition 1, which takes again 1.5 s after the heal.
 	for i := range 100 {
 		at := float64(i) / 10
 		p := int32(i % 2)
-		ack := at + 0.01
 		if p == 1 && at >= 4 && at < 7.5 {
 			continue
 		}
-		sendAt(p, at, ack)
+		h.timedSend(p, at, at+0.01)
 	}
-	h.ops = append(h.ops,
-		Op{T: 4, F: FFault, Type: TStart, Proc: "nemesis", Fault: "kill", Node: 2},
-		Op{T: 6, F: FFault, Type: TEnd, Proc: "nemesis", Fault: "kill", Node: 2})
-	slices.SortStableFunc(h.ops, func(a, b Op) int { return cmpFloat(a.T, b.T) })
-	res := Check(h.ops)
+	h.window("kill", 2, 4, 6)
+	res := h.checkTimed()
 	if len(res.Faults) != 1 {
 		t.Fatalf("faults %+v", res.Faults)
 	}
@@ -342,24 +356,18 @@ func TestParseValue(t *testing.T) {
 // and left out of its kind's figures.
 func TestRecoveryNeverOrUnseen(t *testing.T) {
 	h := newHist()
-	var seq int64
 	for i := range 500 { // 10 sends a second for 50 s
 		at := float64(i) / 10
 		p := int32(i % 2)
-		v := FormatValue("p1", seq)
-		seq++
-		h.ops = append(h.ops, Op{T: at, F: FSend, Type: TInvoke, Proc: "p1", Topic: topicA, Value: v, Partition: p})
-		if p == 0 || at < 4 {
-			h.ops = append(h.ops, Op{T: at + 0.01, F: FSend, Type: TOK, Proc: "p1", Topic: topicA, Value: v, Partition: p, Offset: seq})
+		ack := at + 0.01
+		if p == 1 && at >= 4 {
+			ack = -1
 		}
+		h.timedSend(p, at, ack)
 	}
-	h.ops = append(h.ops,
-		Op{T: 4, F: FFault, Type: TStart, Proc: "nemesis", Fault: "kill", Node: 2},
-		Op{T: 6, F: FFault, Type: TEnd, Proc: "nemesis", Fault: "kill", Node: 2},
-		Op{T: 45, F: FFault, Type: TStart, Proc: "nemesis", Fault: "pause", Node: 3},
-		Op{T: 47, F: FFault, Type: TEnd, Proc: "nemesis", Fault: "pause", Node: 3})
-	slices.SortStableFunc(h.ops, func(a, b Op) int { return cmpFloat(a.T, b.T) })
-	res := Check(h.ops)
+	h.window("kill", 2, 4, 6)
+	h.window("pause", 3, 45, 47)
+	res := h.checkTimed()
 	if len(res.Faults) != 2 {
 		t.Fatalf("faults %+v", res.Faults)
 	}
