@@ -52,13 +52,15 @@ the checker find loss. --check re-checks a saved history.
 --overlap 2 or more lets faults strike while the cluster still recovers
 from the last one (a kill while a follower truncates, a partition during
 a hand-over): up to that many in force at once, never two on one node's
-process, and a loss of unflushed writes (power, cascade) only on a
+process, and a loss of unflushed writes (power, cascade, wipe) only on a
 healthy cluster, as two nodes losing their page caches together may
 lose acknowledged records in Kafka too.
 
 "cascade", asked for by name with --nodes 5 or more, kills a partition's
 followers one by one as its ISR shrinks, then cuts the power of its
-leader, left alone in the ISR: the case eligible leader replicas exist for.`,
+leader, left alone in the ISR: the case eligible leader replicas exist for.
+"wipe", asked for by name, is a replaced data disk: kill -9, the node's
+log dir emptied (its metadata log kept), a restart.`,
 		Example: `  weir verify --duration 5m --seed 7
   weir verify --duration 90s --faults kill,pause,partition
   weir verify --nodes 5 --faults cascade,kill,power --duration 3m
@@ -118,7 +120,7 @@ leader, left alone in the ISR: the case eligible leader replicas exist for.`,
 	f.IntVar(&o.Nodes, "nodes", 3, "nodes of the local cluster")
 	f.DurationVar(&o.Duration, "duration", 5*time.Minute, "how long the workload and the faults run (longer if needed for each fault to strike once)")
 	f.Int64Var(&o.Seed, "seed", 1, "seed of the schedule and the values")
-	f.StringVar(&faults, "faults", strings.Join(verify.AllFaults, ","), `faults to inject, comma-separated, or "none" (--unsafe: lose); also cascade, with --nodes 5 or more`)
+	f.StringVar(&faults, "faults", strings.Join(verify.AllFaults, ","), `faults to inject, comma-separated, or "none" (--unsafe: lose); also cascade, with --nodes 5 or more, and wipe`)
 	f.StringVar(&brokers, "brokers", "", "attach to these brokers (host:port,...) instead of starting a cluster")
 	f.BoolVar(&o.Unsafe, "unsafe", false, "acks=1, unclean leader election, min.insync.replicas=1: the checker must find loss")
 	f.BoolVar(&o.Acks1, "acks1-topic", false, "also send with acks=1 to a second topic (reported, not judged)")

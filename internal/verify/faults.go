@@ -26,12 +26,14 @@ func restart(ctx context.Context, node *localcluster.Node) error {
 // killFault is kill -9 and, at the heal, a restart: of the drawn leader
 // or follower, or of the active controller; a torn one also appends
 // garbage to the stopped node's active segments before the restart, and
-// a power one takes away what the node had not fsynced.
+// a power one takes away what the node had not fsynced, a wipe one
+// everything its log dir held.
 type killFault struct {
 	n          *nemesis
 	d          draws
 	torn       bool
 	power      bool
+	wipe       bool
 	controller bool
 	node       *localcluster.Node
 }
@@ -57,14 +59,17 @@ func (f *killFault) start(ctx context.Context) (int32, string, error) {
 	}
 	f.node.Kill()
 	detail := "kill -9 of the " + what
-	if !f.torn && !f.power {
+	if !f.torn && !f.power && !f.wipe {
 		return id, detail, nil
 	}
 	damage := func(dir string, topics []string, rng *rand.Rand) (string, error) {
 		return tear([]string{dir}, topics, rng)
 	}
-	if f.power {
+	switch {
+	case f.power:
 		damage = loseUnflushed
+	case f.wipe:
+		damage = wipeLogDir
 	}
 	done, err := f.n.damage(f.node, f.d, damage)
 	if err != nil {

@@ -278,3 +278,48 @@ func writeTail(path string, size, zeros int) error {
 	}
 	return err
 }
+
+// wipeLogDir is a replaced data disk: every file and directory of a
+// stopped node's log dir goes, its metadata log excepted (kept on a disk of
+// its own, as metadata.log.dir allows: a Raft voter that forgot its votes
+// is another matter). The node comes back with nothing, registers as
+// having lost unflushed writes (its broker epoch record is gone too),
+// leaves every ISR and ELR it was in, and fetches every replica again.
+func wipeLogDir(logDir string, _ []string, _ *rand.Rand) (string, error) {
+	ents, err := os.ReadDir(logDir)
+	if err != nil {
+		return "", fmt.Errorf("wipe: %w", err)
+	}
+	var total int64
+	n := 0
+	for _, e := range ents {
+		if e.Name() == raftDirName {
+			continue
+		}
+		path := filepath.Join(logDir, e.Name())
+		total += du(path)
+		if err := os.RemoveAll(path); err != nil {
+			return "", fmt.Errorf("wipe: %w", err)
+		}
+		n++
+	}
+	return fmt.Sprintf("log dir wiped: %d entries, %d bytes", n, total), nil
+}
+
+// raftDirName is the metadata log's directory in its metadata.log.dir,
+// which is the first log dir unless configured apart.
+const raftDirName = "__raft"
+
+// du is the bytes of the files under path.
+func du(path string) int64 {
+	var total int64
+	filepath.WalkDir(path, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	return total
+}

@@ -104,7 +104,7 @@ func (n *nemesis) set(k int, s string) {
 // lossyKind reports whether a fault of kind loses what a node had not
 // fsynced.
 func lossyKind(kind string) bool {
-	return kind == FaultPower || kind == FaultCascade || kind == FaultLose
+	return kind == FaultPower || kind == FaultCascade || kind == FaultLose || kind == FaultWipe
 }
 
 // healthTopics are the partitions that must have a full ISR for the
@@ -418,6 +418,8 @@ func (n *nemesis) plan(kind string) fault {
 		return &killFault{n: n, d: d, torn: true}
 	case FaultPower:
 		return &killFault{n: n, d: d, power: true}
+	case FaultWipe:
+		return &killFault{n: n, d: d, wipe: true}
 	case FaultDiskFull:
 		return &diskFault{n: n}
 	case FaultController:

@@ -26,6 +26,9 @@ const (
 	// needs a quorum without two nodes (--nodes 5 or more), so it is not
 	// in a default run.
 	FaultCascade = "cascade"
+	// FaultWipe: kill -9, then the node's log dir emptied (a replaced
+	// data disk; the metadata log kept), then a restart.
+	FaultWipe = "wipe"
 	// FaultLose is --unsafe's own: acks=1 writes to a leader cut off from
 	// its followers, which is then killed. Loss is certain.
 	FaultLose = "lose"
@@ -117,8 +120,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("--nodes: at least 3 (replication factor 3), not %d", o.Nodes)
 	}
 	for _, f := range o.Faults {
-		if !slices.Contains(AllFaults, f) && f != FaultLose && f != FaultCascade {
-			return fmt.Errorf("--faults: unknown fault %q (known: %s, %s, %s)", f, strings.Join(AllFaults, ","), FaultCascade, FaultLose)
+		if !slices.Contains(AllFaults, f) && f != FaultLose && f != FaultCascade && f != FaultWipe {
+			return fmt.Errorf("--faults: unknown fault %q (known: %s, %s, %s, %s)", f, strings.Join(AllFaults, ","), FaultCascade, FaultWipe, FaultLose)
 		}
 		if f == FaultCascade && len(o.Brokers) == 0 && o.Nodes < cascadeNodes {
 			return fmt.Errorf("--faults: %s needs --nodes %d or more (the quorum must outlive two killed followers), not %d", FaultCascade, cascadeNodes, o.Nodes)

@@ -22,6 +22,7 @@ var faultColors = map[string]string{
 	FaultDiskFull:   "#a6f4c1",
 	FaultController: "#f4a6e0",
 	FaultCascade:    "#8fb3c9",
+	FaultWipe:       "#9c8f7a",
 	FaultRestart:    "#f4f0a6",
 	FaultMove:       "#a6f4ee",
 	FaultLose:       "#bbbbbb",

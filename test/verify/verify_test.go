@@ -144,16 +144,18 @@ func TestVerifyUnsafe(t *testing.T) {
 // and must lead: nothing acknowledged may be lost. Before eligible
 // leader replicas, the same seed over three minutes found 4,499
 // violations. With five nodes a move takes a replica to a node that had
-// none, so the run moves partitions too.
+// none, so the run moves partitions too; and a node's data disk is
+// replaced (wipe): it comes back empty, and must fetch every replica again
+// without leading any before it has.
 func TestVerifyCascade(t *testing.T) {
-	res, output, code, _ := runVerify(t, 5*time.Minute, "--nodes", "5", "--faults", "cascade,move", "--duration", "20s", "--seed", "1")
+	res, output, code, _ := runVerify(t, 5*time.Minute, "--nodes", "5", "--faults", "cascade,move,wipe", "--duration", "20s", "--seed", "1")
 	if code != 0 || !res.OK() {
 		t.Fatalf("exit %d, %d violations:\n%s", code, res.Violations, output)
 	}
 	if len(res.Errors) > 0 {
 		t.Fatalf("the run went wrong: %v\n%s", res.Errors, output)
 	}
-	for _, k := range []string{verify.FaultCascade, verify.FaultMove} {
+	for _, k := range []string{verify.FaultCascade, verify.FaultMove, verify.FaultWipe} {
 		if res.FaultCounts()[k] == 0 {
 			t.Fatalf("no %s fault ran:\n%s", k, output)
 		}
