@@ -110,8 +110,10 @@ func memberOpts(group string, topics []TopicInfo, rec *Recorder, proc string) []
 // run polls, records, and commits after every poll until ctx ends.
 func (m *member) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		// The membership before the poll: what it returns was fetched
-		// under this one or a later one, never an earlier one.
+		// The membership before the poll stamps the commit after it: if
+		// the poll spans a rejoin the stamp is stale and the coordinator
+		// refuses the commit (one commit fewer, which is safe) rather
+		// than take offsets read under a fenced membership.
 		id, gen := m.cl.GroupMetadata()
 		next := recordPolls(m.rec, m.st, m.name, m.cl.PollFetches(ctx))
 		// With no membership before the poll there is none to commit
