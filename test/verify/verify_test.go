@@ -21,6 +21,7 @@ import (
 func runVerify(t *testing.T, timeout time.Duration, args ...string) (*verify.Result, string, int, string) {
 	t.Helper()
 	out := t.TempDir()
+	keepIfFailed(t, out)
 	args = append([]string{"verify", "--out", out, "--binary", harness.Bin()}, args...)
 	cmd := exec.Command(harness.Bin(), args...)
 	// Should this test process die (go test's timeout), verify is told
@@ -65,6 +66,26 @@ func runVerify(t *testing.T, timeout time.Duration, args ...string) (*verify.Res
 		t.Fatal(err)
 	}
 	return &res, buf.String(), code, out
+}
+
+// keepIfFailed keeps a failed test's verify output (history, result,
+// report, the nodes' logs), which t.TempDir would remove, in a directory
+// of its own under the system's temp dir, and says where.
+func keepIfFailed(t *testing.T, out string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		keep, err := os.MkdirTemp("", "weir-"+strings.ReplaceAll(t.Name(), "/", "_")+"-")
+		if err == nil {
+			err = os.CopyFS(keep, os.DirFS(out))
+		}
+		if err != nil {
+			t.Logf("keep the verify output: %v", err)
+			return
+		}
+		t.Logf("the verify output is kept in %s", keep)
+	})
 }
 
 func counts(res *verify.Result, topic string) map[string]int {
