@@ -400,6 +400,16 @@ func Run(ctx context.Context, opts Options) (err error) {
 	return serveErr
 }
 
+// mayBeStale reports that the controller may have fenced this broker
+// without its metadata showing it yet (no heartbeat answered "unfenced"
+// within the session timeout: it was stopped, or cut off from every
+// controller). What it leads may have moved to a leader with a longer
+// log, so it must not tell a client that an offset beyond its own log end
+// does not exist.
+func (b *Broker) mayBeStale() bool {
+	return b.lifecycle == nil || !b.lifecycle.InSession(time.Now())
+}
+
 // register registers this broker with the active controller, as a new
 // incarnation, and prepares its heartbeats.
 func (b *Broker) register(ctx context.Context, clusterID string) error {
@@ -425,7 +435,7 @@ func (b *Broker) register(ctx context.Context, clusterID string) error {
 		Listeners:     listeners,
 		Rack:          b.opts.Rack,
 		PreviousEpoch: b.logs.BrokerEpoch(),
-	}, b.opts.HeartbeatInterval, b.reconciled.Load, b.log.With("component", "lifecycle"))
+	}, b.opts.HeartbeatInterval, b.opts.SessionTimeout, b.reconciled.Load, b.log.With("component", "lifecycle"))
 	b.pokes.Store(b.lifecycle)
 	epoch, err := b.lifecycle.Register(ctx)
 	if err != nil {

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -312,6 +313,12 @@ func (f *fetchState) readPartition(img *metadata.Image, p *replica.Partition, rp
 			return 0, err
 		}
 		res, o, err = p.ReadForConsumer(rp.FetchOffset, int(min(limit, 1<<31-1)))
+		if errors.Is(err, storage.ErrOffsetOutOfRange) && rp.FetchOffset > o.LogEnd && f.b.mayBeStale() {
+			// The consumer read that offset from a later leader; this
+			// one was fenced and does not know it yet. OFFSET_OUT_OF_RANGE
+			// would make the consumer reset its position.
+			err = fmt.Errorf("%w: offset %d beyond log end %d, and no heartbeat got through for the session timeout: this leader may be stale", replica.ErrNotLeader, rp.FetchOffset, o.LogEnd)
+		}
 	}
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = o.HighWater, o.HighWater, o.LogStart
 	if err != nil {
@@ -348,7 +355,9 @@ func (f *fetchState) hintLeader(img *metadata.Image, tp storage.TopicPartition, 
 		return
 	}
 	part, ok := img.Partition(tp.Topic, tp.Partition)
-	if !ok || part.Leader < 0 {
+	if !ok || part.Leader < 0 || part.Leader == f.b.nodeID {
+		// Naming itself (a stale leader's image) would send the client
+		// straight back.
 		return
 	}
 	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = part.Leader, part.LeaderEpoch

@@ -145,6 +145,10 @@ func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, req *kmsg.Offse
 					sp.ErrorCode = b.missingPartitionCode(tp)
 				} else if err := p.CheckLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {
 					sp.ErrorCode = errorCode(err)
+				} else if req.ReplicaID < 0 && b.mayBeStale() {
+					// A consumer validating its position (KIP-320) would
+					// take a stale leader's epoch end for a truncation.
+					sp.ErrorCode = errorCode(replica.ErrNotLeader)
 				} else {
 					sp.LeaderEpoch, sp.EndOffset = p.EndOffsetForEpoch(rp.LeaderEpoch)
 				}

@@ -320,9 +320,11 @@ func (s *Service) heartbeat(ctx context.Context, r *kmsg.BrokerHeartbeatRequest)
 		return resp
 	}
 	s.touchAt(b.ID, b.Epoch, r.CurrentMetadataOffset)
-	// Caught up once the broker has applied its own registration: from
-	// then on its image holds every partition it must serve.
-	caughtUp := r.CurrentMetadataOffset >= b.Epoch
+	// Caught up once the broker has applied its own registration (from
+	// then on its image holds every partition it must serve) and its last
+	// fencing (a broker back from SIGSTOP or a cut must first learn which
+	// leaderships it lost, or it would serve them once unfenced).
+	caughtUp := r.CurrentMetadataOffset >= b.CaughtUpAt()
 	resp.IsCaughtUp = caughtUp
 	var err error
 	switch {

@@ -121,6 +121,46 @@ func TestRegisterHeartbeatUnfenceAndExpire(t *testing.T) {
 	}
 }
 
+// TestFencedBrokerUnfencedOnlyOnceItKnows: a broker whose session
+// expired (SIGSTOP, a cut) lost its leaderships in the command that fenced
+// it. Its next heartbeat, still at the metadata offset it had applied
+// before, does not unfence it: unfenced with that image it would serve,
+// as their leader, partitions that moved on without it. Once its offset
+// reaches the fencing, it is unfenced.
+func TestFencedBrokerUnfencedOnlyOnceItKnows(t *testing.T) {
+	s, q, clock := newService(t)
+	epochs := map[int32]int64{}
+	for id := int32(1); id <= 2; id++ {
+		epochs[id] = register(t, s, id, byte(id))
+		heartbeat(t, s, id, epochs[id], epochs[id], false)
+	}
+	top, err := q.CreateTopic(ctx(t), metadata.CreateTopic{Name: "t", NumPartitions: 1, ReplicationFactor: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := top.Partitions[0].Leader
+	other := int32(3) - leader
+	applied := int64(q.Image().Index())
+
+	// Only the leader falls silent.
+	clock.advance(3 * time.Second)
+	heartbeat(t, s, other, epochs[other], int64(q.Image().Index()), false)
+	s.expireSessions(ctx(t))
+	b, _ := q.Image().Broker(leader)
+	if !b.Fenced || b.FencedAt <= applied {
+		t.Fatalf("leader %d after its session expired: fenced %v at %d, want fenced after %d", leader, b.Fenced, b.FencedAt, applied)
+	}
+	if p, _ := q.Image().Partition("t", 0); p.Leader != other {
+		t.Fatalf("partition led by %d after fencing %d, want %d", p.Leader, leader, other)
+	}
+	if r := heartbeat(t, s, leader, epochs[leader], applied, false); r.ErrorCode != 0 || r.IsCaughtUp || !r.IsFenced {
+		t.Fatalf("heartbeat from before the fencing: %+v, want fenced and not caught up", r)
+	}
+	if r := heartbeat(t, s, leader, epochs[leader], b.FencedAt, false); r.ErrorCode != 0 || !r.IsCaughtUp || r.IsFenced {
+		t.Fatalf("heartbeat at the fencing: %+v, want unfenced", r)
+	}
+}
+
 func TestAlterPartitionCompareAndSet(t *testing.T) {
 	s, q, _ := newService(t)
 	for id := int32(1); id <= 2; id++ {

@@ -86,7 +86,7 @@ func TestSendFindsTheActiveController(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	lc := NewLifecycle(c, Registration{ClusterID: "c"}, 20*time.Millisecond, func() int64 { return 5 }, nil)
+	lc := NewLifecycle(c, Registration{ClusterID: "c"}, 20*time.Millisecond, time.Minute, func() int64 { return 5 }, nil)
 	epoch, err := lc.Register(ctx)
 	if err != nil || epoch != 10 {
 		t.Fatalf("register: epoch %d err %v", epoch, err)
@@ -103,7 +103,7 @@ func TestLifecycleHeartbeatsAndReregisters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var offset atomic.Int64
-	lc := NewLifecycle(c, Registration{ClusterID: "c"}, 20*time.Millisecond, offset.Load, nil)
+	lc := NewLifecycle(c, Registration{ClusterID: "c"}, 20*time.Millisecond, time.Minute, offset.Load, nil)
 	if _, err := lc.Register(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -113,9 +113,18 @@ func TestLifecycleHeartbeatsAndReregisters(t *testing.T) {
 	defer func() { stop(); <-done }()
 
 	// Fenced until caught up with the metadata log.
+	if lc.InSession(time.Now()) {
+		t.Fatal("in session before any heartbeat answered unfenced")
+	}
 	offset.Store(5)
 	if err := lc.WaitUnfenced(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// The session runs from the send of the last unfenced answer's
+	// heartbeat: a minute later (a process resumed after SIGSTOP) it has
+	// lapsed unless another heartbeat got through.
+	if now := time.Now(); !lc.InSession(now) || lc.InSession(now.Add(time.Minute)) {
+		t.Fatalf("in session now: %v, a minute later: %v; want true, false", lc.InSession(now), lc.InSession(now.Add(time.Minute)))
 	}
 	// The controller forgets the epoch: the broker registers again and
 	// carries on with the new one.
@@ -150,7 +159,7 @@ func TestControlledShutdownWithoutController(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	lc := NewLifecycle(c, Registration{ClusterID: "c"}, 20*time.Millisecond, func() int64 { return 5 }, nil)
+	lc := NewLifecycle(c, Registration{ClusterID: "c"}, 20*time.Millisecond, time.Minute, func() int64 { return 5 }, nil)
 	if _, err := lc.Register(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,9 @@ type Lifecycle struct {
 	c        *Client
 	reg      Registration
 	interval time.Duration
+	// session is broker.session.timeout.ms: how long after a heartbeat
+	// the controller may fence a broker it has not heard from since.
+	session time.Duration
 	// offset is the metadata offset this broker has applied.
 	offset func() int64
 	log    *slog.Logger
@@ -47,16 +50,20 @@ type Lifecycle struct {
 	mu           sync.Mutex
 	status       Status
 	wantShutdown bool
-	changed      chan struct{} // closed and replaced on every status change
-	poke         chan struct{} // a heartbeat is wanted now
+	// unfencedAt is when the last heartbeat answered "unfenced" was sent
+	// (zero: none yet, or fenced since). The controller counts the
+	// session from when it received that heartbeat, which is later.
+	unfencedAt time.Time
+	changed    chan struct{} // closed and replaced on every status change
+	poke       chan struct{} // a heartbeat is wanted now
 }
 
 // NewLifecycle prepares the lifecycle; Register, then Run.
-func NewLifecycle(c *Client, reg Registration, interval time.Duration, offset func() int64, logger *slog.Logger) *Lifecycle {
+func NewLifecycle(c *Client, reg Registration, interval, session time.Duration, offset func() int64, logger *slog.Logger) *Lifecycle {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Lifecycle{c: c, reg: reg, interval: interval, offset: offset, log: logger,
+	return &Lifecycle{c: c, reg: reg, interval: interval, session: session, offset: offset, log: logger,
 		status: Status{Epoch: -1, Fenced: true}, changed: make(chan struct{}), poke: make(chan struct{}, 1)}
 }
 
@@ -65,6 +72,19 @@ func (l *Lifecycle) Status() Status {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.status
+}
+
+// InSession reports whether the controller surely still counts this
+// broker as alive and unfenced at now: the last heartbeat it answered
+// "unfenced" was sent less than the session timeout before now. When it
+// is false the controller may have fenced the broker and moved its
+// leaderships, and the broker's metadata may not show it yet: a process
+// resumed after SIGSTOP, or cut off from every controller, is such a
+// broker until a heartbeat gets through.
+func (l *Lifecycle) InSession(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.status.Fenced && !l.unfencedAt.IsZero() && now.Sub(l.unfencedAt) < l.session
 }
 
 // Epoch is the broker epoch (-1 before registration).
@@ -176,6 +196,7 @@ func (l *Lifecycle) heartbeat(ctx context.Context) error {
 	// heartbeat, and the session timeout is several intervals long.
 	hctx, cancel := context.WithTimeout(ctx, max(l.interval, time.Second))
 	defer cancel()
+	sent := time.Now()
 	resp, err := l.c.Send(hctx, req)
 	if err != nil {
 		return err
@@ -191,6 +212,13 @@ func (l *Lifecycle) heartbeat(ctx context.Context) error {
 		return fmt.Errorf("heartbeat: %w", err)
 	}
 	l.setStatus(Status{Epoch: st.Epoch, CaughtUp: r.IsCaughtUp, Fenced: r.IsFenced, ShouldShutDown: r.ShouldShutdown})
+	l.mu.Lock()
+	if r.IsFenced {
+		l.unfencedAt = time.Time{}
+	} else if sent.After(l.unfencedAt) {
+		l.unfencedAt = sent
+	}
+	l.mu.Unlock()
 	return nil
 }
 

@@ -32,7 +32,7 @@ func applyCommand(im *Image, index uint64, data []byte) (*Image, applyResult) {
 	var res applyResult
 	switch c := payload.(type) {
 	case *fenceBrokerCmd:
-		res.err = applyFenceBroker(next, c)
+		res.err = applyFenceBroker(next, index, c)
 	case *unfenceBrokerCmd:
 		res.err = applyUnfenceBroker(next, c)
 	case *controlledShutdownCmd:

@@ -76,14 +76,18 @@ func setBroker(im *Image, b *Broker, change func(*Broker)) {
 }
 
 // applyFenceBroker fences a registration (session timeout, or the broker
-// asked): it leaves ISRs and leaderships (fenceFromPartitions). Fencing a
-// fenced broker changes nothing.
-func applyFenceBroker(im *Image, c *fenceBrokerCmd) error {
+// asked): it leaves ISRs and leaderships (fenceFromPartitions), and the
+// index is kept as FencedAt. Fencing a fenced broker changes nothing.
+func applyFenceBroker(im *Image, index uint64, c *fenceBrokerCmd) error {
 	b, err := checkBrokerEpoch(im, c.ID, c.Epoch)
 	if err != nil {
 		return fmt.Errorf("fence broker: %w", err)
 	}
-	setBroker(im, b, func(nb *Broker) { nb.Fenced = true })
+	setBroker(im, b, func(nb *Broker) {
+		if !nb.Fenced {
+			nb.Fenced, nb.FencedAt = true, int64(index)
+		}
+	})
 	fenceFromPartitions(newPartitionEdit(im), c.ID, false)
 	return nil
 }

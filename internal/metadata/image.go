@@ -37,10 +37,20 @@ type Broker struct {
 	// Fenced brokers lead nothing and are in no ISR (except as its only
 	// member, which Kafka never removes).
 	Fenced bool `json:"fenced,omitempty"`
+	// FencedAt is the index of the command that last fenced this
+	// registration (0: none since it registered, fenced at Epoch). Every
+	// leadership the broker lost to that fencing moved in that command,
+	// so a broker whose metadata has not reached it may still believe it
+	// leads them; it is unfenced only once its metadata has.
+	FencedAt int64 `json:"fencedAt,omitempty"`
 	// InControlledShutdown: the broker asked to shut down; its leaderships
 	// moved away where they could and it joins no ISR.
 	InControlledShutdown bool `json:"inControlledShutdown,omitempty"`
 }
+
+// CaughtUpAt is the metadata offset a broker must have applied before it
+// may be unfenced: its registration, and its last fencing after that.
+func (b Broker) CaughtUpAt() int64 { return max(b.Epoch, b.FencedAt) }
 
 // Eligible reports whether the broker may lead and join ISRs: unfenced
 // and not shutting down (Kafka's "active").

@@ -1,0 +1,167 @@
+package cluster
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-project/weir/test/harness"
+)
+
+// TestStaleLeaderSendsConsumersAway: a leader stopped (SIGSTOP) long
+// enough to be fenced is replaced, and the new leader commits records
+// beyond the old one's log end. The old leader is resumed while the two
+// others are stopped in turn, so no heartbeat of its gets through and its
+// metadata still shows it leading the old epoch. Asked by a consumer for
+// an offset it does not hold, it must not answer OFFSET_OUT_OF_RANGE (the
+// consumer would reset its position and read the partition again from the
+// start, a history no broker that ever committed those records may show):
+// it answers NOT_LEADER_OR_FOLLOWER, to Fetch and to a consumer's
+// OffsetForLeaderEpoch. A franz-go consumer at that offset, bootstrapped
+// on the old leader only and answered by it at least three times, reads
+// the record at that offset first once the others are back. (Seen in
+// weir verify, seed 225: kill, restart and pause overlapping on three
+// nodes.)
+func TestStaleLeaderSendsConsumersAway(t *testing.T) {
+	c := harness.StartCluster(t, 3)
+	guardNodes(t, c)
+	const topic = "stale-leader"
+	ctrl := c.AgreedController(opTimeout)
+	leader := otherNodes(3, ctrl)[0]
+	createAssignedTopic(t, c, topic, [][]int32{append([]int32{leader}, otherNodes(3, leader)...)}, minISR2())
+	old := c.Node(leader)
+	if base := produceDirect(t, old, topic, 0, -1, values("a", 10)...); base != 0 {
+		t.Fatalf("first batch at offset %d, want 0", base)
+	}
+	// Acknowledged with acks=all: both followers hold offsets 0-9.
+
+	pauseNode(t, old)
+	others := otherNodes(3, leader)
+	st := waitSeenBy(t, c, others, topic, 0, 2*time.Minute, "a new leader", func(st harness.PartitionState) bool {
+		return st.Leader > 0 && st.Leader != leader
+	})
+	if base := produceDirect(t, c.Node(st.Leader), topic, 0, -1, values("b", 10)...); base != 10 {
+		t.Fatalf("second batch at offset %d on the new leader %d, want 10", base, st.Leader)
+	}
+	// Offsets 10-19 are committed; the old leader's log ends at 10.
+	for _, id := range others {
+		pauseNode(t, c.Node(id))
+	}
+	old.Resume()
+
+	const beyond = 15
+	if sp := fetchAt(t, old, topic, beyond); sp.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("consumer fetch at %d from the stale leader %d (log end 10): %v, want NOT_LEADER_OR_FOLLOWER", beyond, leader, kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if sp := consumerEpochEnd(t, old, topic, st.LeaderEpoch); sp.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("consumer OffsetForLeaderEpoch(%d) on the stale leader %d: %v (epoch %d end %d), want NOT_LEADER_OR_FOLLOWER",
+			st.LeaderEpoch, leader, kerr.ErrorForCode(sp.ErrorCode), sp.LeaderEpoch, sp.EndOffset)
+	}
+
+	var fromOld atomic.Int32
+	cl := old.Client(
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(beyond)}}),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.WithHooks(fetchAnswers{node: leader, n: &fromOld}),
+	)
+	ctx := harness.Ctx(t, 3*time.Minute)
+	polled := make(chan *kgo.Record, 1)
+	go func() {
+		for ctx.Err() == nil {
+			if recs := cl.PollFetches(ctx).Records(); len(recs) > 0 {
+				polled <- recs[0]
+				return
+			}
+		}
+	}()
+	harness.WaitFor(t, time.Minute, "three Fetch answers from the stale leader to the consumer", func() bool { return fromOld.Load() >= 3 })
+	for _, id := range others {
+		c.Node(id).Resume()
+	}
+	select {
+	case r := <-polled:
+		if r.Offset != beyond || string(r.Value) != "b5" {
+			t.Fatalf("the consumer's first record: offset %d %q, want offset %d \"b5\"", r.Offset, r.Value, beyond)
+		}
+	case <-ctx.Done():
+		t.Fatal("the consumer read nothing once the others were back")
+	}
+	waitEveryNode(t, c, topic, 0, 2*time.Minute, "a full ISR under the new leader", func(now harness.PartitionState) bool {
+		return now.Leader != leader && fullISR(now)
+	})
+	waitSameLogs(t, c, topic, 0)
+	t.Logf("stale leader %d answered the consumer %d times without sending it back; the new leader %d (epoch %d) served offset %d",
+		leader, fromOld.Load(), st.Leader, st.LeaderEpoch, beyond)
+}
+
+// values are n record values prefix0, prefix1, ...
+func values(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return out
+}
+
+// fetchAt sends one consumer Fetch (v12: topics by name, no leader epoch)
+// for partition 0 at offset to b's own listener.
+func fetchAt(t *testing.T, b *harness.Broker, topic string, offset int64) kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.ReplicaID = -1
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 10, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = topic
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 0, offset, 1<<20, -1
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	resp, _ := b.Dial().Request(req)
+	fr := resp.(*kmsg.FetchResponse)
+	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+		t.Fatalf("fetch answer shape: %d topics", len(fr.Topics))
+	}
+	return fr.Topics[0].Partitions[0]
+}
+
+// consumerEpochEnd asks b, as a consumer (ReplicaID -1), where leader
+// epoch ended for partition 0.
+func consumerEpochEnd(t *testing.T, b *harness.Broker, topic string, epoch int32) kmsg.OffsetForLeaderEpochResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.SetVersion(4)
+	req.ReplicaID = -1
+	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = 0, -1, epoch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, _ := b.Dial().Request(req)
+	r := resp.(*kmsg.OffsetForLeaderEpochResponse)
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		t.Fatalf("OffsetForLeaderEpoch answer shape: %d topics", len(r.Topics))
+	}
+	return r.Topics[0].Partitions[0]
+}
+
+// fetchAnswers counts the Fetch responses a client read from one node.
+type fetchAnswers struct {
+	node int32
+	n    *atomic.Int32
+}
+
+func (h fetchAnswers) OnBrokerRead(meta kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if meta.NodeID == h.node && key == kmsg.Fetch.Int16() && err == nil {
+		h.n.Add(1)
+	}
+}
+
+var _ kgo.HookBrokerRead = fetchAnswers{}
