@@ -301,8 +301,12 @@ func (c *Controller) start() error {
 		}
 		c.log.Info("bootstrapped metadata raft cluster", "voters", len(voters.Servers), "dir", c.cfg.Dir)
 	}
-	r, err := raft.NewRaft(rc, c.fsm, store, store, snaps, transport)
+	// Raft reads its requests through commitBound (raftcommit.go); it
+	// closes the wrapper, and the transport with it, when it shuts down.
+	bound := newCommitBound(transport)
+	r, err := raft.NewRaft(rc, c.fsm, store, store, snaps, bound)
 	if err != nil {
+		bound.Close()
 		return fmt.Errorf("start raft: %w", err)
 	}
 	c.raft = r
