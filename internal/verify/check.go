@@ -74,6 +74,11 @@ type checker struct {
 	committed map[string]map[tp]int64
 	pending   map[string]map[tp]int64 // proc -> snapshot at invoke
 
+	// leaders: per partition and leader epoch, the first leader a node
+	// named for it; split: the epochs already reported.
+	leaders map[tpEpoch]leaderWord
+	split   map[tpEpoch]bool
+
 	faults    []FaultWindow
 	open      map[string]int // proc+fault -> index in faults
 	errors    []string
@@ -93,6 +98,8 @@ func Check(ops []Op) *Result {
 		committed: map[string]map[tp]int64{},
 		pending:   map[string]map[tp]int64{},
 		open:      map[string]int{},
+		leaders:   map[tpEpoch]leaderWord{},
+		split:     map[tpEpoch]bool{},
 	}
 	for i := range ops {
 		c.op(&ops[i])
@@ -149,9 +156,39 @@ func (c *checker) op(op *Op) {
 		c.commit(op)
 	case FFault:
 		c.fault(op)
+	case FLeader:
+		c.leader(op)
 	case FResources:
 		c.resources = append(c.resources, NodeResources{Node: op.Node, PeakRSS: op.RSS, PeakFDs: op.FDs})
 	}
+}
+
+type tpEpoch struct {
+	tp
+	epoch int32
+}
+
+// leaderWord is which node named which leader, when.
+type leaderWord struct {
+	leader, node int32
+	t            float64
+}
+
+// leader checks one node's word on a leader epoch against the first.
+func (c *checker) leader(op *Op) {
+	k := tpEpoch{tp{op.Topic, op.Partition}, op.Epoch}
+	first, ok := c.leaders[k]
+	if !ok {
+		c.leaders[k] = leaderWord{op.Leader, op.Node, op.T}
+		return
+	}
+	if first.leader == op.Leader || c.split[k] {
+		return
+	}
+	c.split[k] = true
+	c.anomaly(Anomaly{Kind: KSplitLeader, Topic: op.Topic, Partition: op.Partition, T: op.T, Proc: op.Proc,
+		Detail: fmt.Sprintf("leader epoch %d: node %d names leader %d; node %d named leader %d at %.2fs",
+			op.Epoch, op.Node, op.Leader, first.node, first.leader, first.t)})
 }
 
 func (c *checker) sendOp(op *Op) {

@@ -255,6 +255,23 @@ func TestCheckCommitBackwards(t *testing.T) {
 	only(t, h, map[string]int{KCommitBackwards: 1})
 }
 
+func TestCheckSplitLeader(t *testing.T) {
+	h := clean()
+	named := func(node, p, epoch, leader int32) {
+		h.add(Op{F: FLeader, Type: TInfo, Proc: "observer", Topic: topicA, Partition: p, Node: node, Epoch: epoch, Leader: leader})
+	}
+	named(1, 0, 0, 3)
+	named(2, 0, 0, 3) // the same word from another node
+	named(1, 0, 1, 2) // a new epoch, a new leader
+	named(3, 1, 1, 1) // another partition's epoch 1
+	named(2, 0, 1, 1) // epoch 1 of partition 0 again: another leader
+	named(3, 0, 1, 3) // the same split, counted once
+	res := only(t, h, map[string]int{KSplitLeader: 1})
+	if a := res.Topics[0].Anomalies; len(a) != 1 || a[0].Partition != 0 {
+		t.Fatalf("anomalies %+v, want the split of partition 0", a)
+	}
+}
+
 func TestCheckAcks1TopicIsNotASafetyViolation(t *testing.T) {
 	h := newHist()
 	h.add(Op{F: FSend, Type: TInvoke, Proc: "q1", Topic: "t1", Value: "q1-0"})

@@ -19,6 +19,7 @@ const (
 	FFault     = "fault"     // the nemesis: a fault starts or heals
 	FMeta      = "meta"      // the first line: the run's description
 	FResources = "resources" // one node's peak memory and descriptors
+	FLeader    = "leader"    // a node's metadata named a partition's leader in a leader epoch (first time only)
 )
 
 // Operation types (Op.Type). A process invokes an operation and later
@@ -67,6 +68,10 @@ type Op struct {
 	// resources
 	RSS int64 `json:"rss,omitempty"`
 	FDs int   `json:"fds,omitempty"`
+
+	// leader (Node is the node that answered)
+	Leader int32 `json:"leader,omitempty"`
+	Epoch  int32 `json:"epoch,omitempty"`
 }
 
 // Rec is one record a poll returned.

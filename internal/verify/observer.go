@@ -39,6 +39,44 @@ type observer struct {
 
 	mu      sync.Mutex
 	clients map[int32]*kgo.Client
+	// record, once set (recordLeaders), gets each (node, partition, leader
+	// epoch, leader) the first time a view shows it: the checker's
+	// evidence that every epoch had one leader everywhere.
+	record func(Op)
+	named  map[leaderNamed]bool
+}
+
+// leaderNamed is one node's word on who leads one epoch of a partition.
+type leaderNamed struct {
+	node          int32
+	at            tp
+	epoch, leader int32
+}
+
+// recordLeaders makes every view from now on record the leaders it names
+// (FLeader), each the first time.
+func (o *observer) recordLeaders(record func(Op)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.record, o.named = record, map[leaderNamed]bool{}
+}
+
+// noteLeaders records what v names for the first time.
+func (o *observer) noteLeaders(v view) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.record == nil {
+		return
+	}
+	for at, st := range v.parts {
+		k := leaderNamed{v.node, at, st.Epoch, st.Leader}
+		if st.Leader < 0 || o.named[k] {
+			continue
+		}
+		o.named[k] = true
+		o.record(Op{Proc: "observer", Type: TInfo, F: FLeader, Topic: at.topic, Partition: at.p,
+			Node: v.node, Leader: st.Leader, Epoch: st.Epoch})
+	}
 }
 
 func newObserver(addrs map[int32]string, direct func(string) string) *observer {
@@ -107,6 +145,7 @@ func (o *observer) viewOf(ctx context.Context, id int32, topics []string) (view,
 				Order: p.Replicas}
 		}
 	}
+	o.noteLeaders(v)
 	return v, nil
 }
 

@@ -24,6 +24,12 @@ const (
 	// KCommitBackwards: a group's committed offset for a partition went
 	// below one whose commit had completed before this one began.
 	KCommitBackwards = "nonmonotonic-commit"
+	// KSplitLeader: two nodes' metadata named different leaders for one
+	// leader epoch of a partition. Not one of Jepsen's: its Kafka workload
+	// sees only what clients see. Every leader epoch has one leader, chosen
+	// once in the metadata log; two mean the nodes' metadata diverged (a
+	// split brain), whatever the clients happened to notice.
+	KSplitLeader = "split-leader"
 	// KUnseen is not a violation: acknowledged, never read, and nothing
 	// after it read either (the final read did not reach it).
 	KUnseen = "unseen"
@@ -31,7 +37,7 @@ const (
 
 // SafetyKinds are the anomalies that fail a run, in report order.
 var SafetyKinds = []string{KLost, KDuplicate, KInconsistent, KUnexpected,
-	KNonmonotonicSend, KNonmonotonicPoll, KPollSkip, KCommitBackwards}
+	KNonmonotonicSend, KNonmonotonicPoll, KPollSkip, KCommitBackwards, KSplitLeader}
 
 // maxListed bounds the anomalies kept per kind and topic (all are counted).
 const maxListed = 200

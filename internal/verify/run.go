@@ -107,6 +107,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Seed: o.Seed, Nodes: len(e.ids), Unsafe: o.Unsafe, Faults: kinds, Topics: topics,
 		Started: start.UTC().Format(time.RFC3339), Attached: e.lc == nil, Skipped: skipped,
 	}})
+	e.obs.recordLeaders(rec.Add)
 	logf("workload on %s: %d producers, %d sends/s, %d assigned consumers, %d group members; faults: %v",
 		names(topics), o.Producers, o.Rate, o.Assigned, o.GroupMembers, kinds)
 
