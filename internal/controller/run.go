@@ -16,28 +16,63 @@ func (s *Service) Run(ctx context.Context) {
 	check := min(max(s.cfg.SessionTimeout/8, 50*time.Millisecond), time.Second)
 	tick := time.NewTicker(check)
 	defer tick.Stop()
-	lastRebalance, lastUnclean := s.now(), s.now()
+	r := rounds{lastRebalance: s.now(), lastUnclean: s.now()}
+	end := s.now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		if !s.leader() {
-			continue
+		// Measured from the end of the last round, so that a slow round
+		// (a proposal waiting for the quorum) is not taken for a stall.
+		s.round(ctx, &r, s.now().Sub(end))
+		end = s.now()
+	}
+}
+
+// rounds is what Run keeps between rounds.
+type rounds struct {
+	lastRebalance, lastUnclean time.Time
+}
+
+// round is one round of Run's work, gap after the last one ended.
+func (s *Service) round(ctx context.Context, r *rounds, gap time.Duration) {
+	if !s.leader() {
+		return
+	}
+	if gap >= s.cfg.SessionTimeout/2 {
+		// This process stood still (SIGSTOP, starved): the heartbeats of
+		// that time wait unread in its sockets, and its brokers' silence
+		// is its own. Fencing them now would move every leadership at
+		// once (and a controller resumed from SIGSTOP would propose it
+		// before finding out it no longer leads).
+		s.log.Warn("the controller stalled; renewing every broker session", "stalled", gap.Round(time.Millisecond))
+		s.renewSessions()
+		return
+	}
+	s.expireSessions(ctx)
+	now := s.now()
+	if now.Sub(r.lastUnclean) >= time.Second {
+		r.lastUnclean = now
+		if _, err := s.q.ElectUncleanLeaders(ctx); err != nil && !errors.Is(err, metadata.ErrNotController) && ctx.Err() == nil {
+			s.log.Warn("unclean leader elections", "err", err)
 		}
-		s.expireSessions(ctx)
-		now := s.now()
-		if now.Sub(lastUnclean) >= time.Second {
-			lastUnclean = now
-			if _, err := s.q.ElectUncleanLeaders(ctx); err != nil && !errors.Is(err, metadata.ErrNotController) && ctx.Err() == nil {
-				s.log.Warn("unclean leader elections", "err", err)
-			}
-		}
-		if s.cfg.AutoLeaderRebalance && now.Sub(lastRebalance) >= s.cfg.LeaderImbalanceCheck {
-			lastRebalance = now
-			s.rebalance(ctx)
-		}
+	}
+	if s.cfg.AutoLeaderRebalance && now.Sub(r.lastRebalance) >= s.cfg.LeaderImbalanceCheck {
+		r.lastRebalance = now
+		s.rebalance(ctx)
+	}
+}
+
+// renewSessions starts every session again from now.
+func (s *Service) renewSessions() {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, ss := range s.sessions {
+		ss.lastBeat = now
+		s.sessions[id] = ss
 	}
 }
 

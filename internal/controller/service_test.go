@@ -161,6 +161,33 @@ func TestFencedBrokerUnfencedOnlyOnceItKnows(t *testing.T) {
 	}
 }
 
+// TestStalledControllerFencesNoOne: a controller that itself stood still
+// longer than half the session timeout (SIGSTOP) does not take its
+// brokers' silence over that time for theirs: the round after the stall
+// renews every session, and only a broker silent for a whole session
+// after it is fenced.
+func TestStalledControllerFencesNoOne(t *testing.T) {
+	s, q, clock := newService(t)
+	e := register(t, s, 2, 1)
+	heartbeat(t, s, 2, e, e, false)
+	var r rounds
+	clock.advance(3 * time.Second)
+	s.round(ctx(t), &r, 3*time.Second)
+	if b, _ := q.Image().Broker(2); b.Fenced {
+		t.Fatal("broker 2 fenced in the round after the controller's own 3 s stall")
+	}
+	clock.advance(time.Second)
+	s.round(ctx(t), &r, 250*time.Millisecond)
+	if b, _ := q.Image().Broker(2); b.Fenced {
+		t.Fatal("broker 2 fenced 1 s after its session was renewed (timeout 2 s)")
+	}
+	clock.advance(time.Second)
+	s.round(ctx(t), &r, 250*time.Millisecond)
+	if b, _ := q.Image().Broker(2); !b.Fenced {
+		t.Fatal("broker 2 not fenced 2 s after its session was renewed, silent since")
+	}
+}
+
 func TestAlterPartitionCompareAndSet(t *testing.T) {
 	s, q, _ := newService(t)
 	for id := int32(1); id <= 2; id++ {
