@@ -1,7 +1,11 @@
 package cluster
 
 import (
+	"bytes"
 	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,7 +32,7 @@ import (
 // weir verify, seed 225: kill, restart and pause overlapping on three
 // nodes.)
 func TestStaleLeaderSendsConsumersAway(t *testing.T) {
-	c := harness.StartCluster(t, 3)
+	c := harness.StartCluster(t, 3, harness.MetricsListener)
 	guardNodes(t, c)
 	const topic = "stale-leader"
 	ctrl := c.AgreedController(opTimeout)
@@ -63,6 +67,15 @@ func TestStaleLeaderSendsConsumersAway(t *testing.T) {
 			st.LeaderEpoch, leader, kerr.ErrorForCode(sp.ErrorCode), sp.LeaderEpoch, sp.EndOffset)
 	}
 
+	// kcat (librdkafka) first, alone, so that every NOT_LEADER_OR_FOLLOWER
+	// Fetch answer the old leader counts from here on is to it.
+	refused := func() float64 {
+		return harness.ScrapeMetrics(t, old.MetricsURL).Value(fetchErrors, map[string]string{"request": "Fetch", "error": "NOT_LEADER_OR_FOLLOWER"})
+	}
+	before := refused()
+	kcatFirst := kcatFirstRecord(t, old, topic, beyond)
+	harness.WaitFor(t, time.Minute, "three Fetch answers NOT_LEADER_OR_FOLLOWER from the stale leader to kcat", func() bool { return refused() >= before+3 })
+
 	var fromOld atomic.Int32
 	cl := old.Client(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(beyond)}}),
@@ -92,12 +105,55 @@ func TestStaleLeaderSendsConsumersAway(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the consumer read nothing once the others were back")
 	}
+	if got := kcatFirst(); got != fmt.Sprintf("%d b5", beyond) {
+		t.Fatalf("kcat's first record: %q, want \"%d b5\"", got, beyond)
+	}
 	waitEveryNode(t, c, topic, 0, 2*time.Minute, "a full ISR under the new leader", func(now harness.PartitionState) bool {
 		return now.Leader != leader && fullISR(now)
 	})
 	waitSameLogs(t, c, topic, 0)
-	t.Logf("stale leader %d answered the consumer %d times without sending it back; the new leader %d (epoch %d) served offset %d",
-		leader, fromOld.Load(), st.Leader, st.LeaderEpoch, beyond)
+	t.Logf("stale leader %d answered franz-go %d times and kcat %v times without sending them back; the new leader %d (epoch %d) served offset %d",
+		leader, fromOld.Load(), refused()-before, st.Leader, st.LeaderEpoch, beyond)
+}
+
+const fetchErrors = "kafka_network_requestmetrics_errors_total"
+
+// kcatFirstRecord starts kcat consuming partition 0 of topic from offset,
+// bootstrapped on b only, resetting to the earliest offset if told the
+// offset is out of range; the function returned waits for kcat's first
+// record and returns it as "offset value".
+func kcatFirstRecord(t *testing.T, b *harness.Broker, topic string, offset int64) func() string {
+	t.Helper()
+	if _, err := exec.LookPath("kcat"); err != nil {
+		t.Skip("kcat not installed (scripts/install-test-deps.sh installs it)")
+	}
+	ctx := harness.Ctx(t, 3*time.Minute)
+	cmd := exec.CommandContext(ctx, "kcat", "-C", "-b", b.Addr, "-t", topic, "-p", "0", "-o", strconv.FormatInt(offset, 10),
+		"-c", "1", "-q", "-f", "%o %s\n", "-X", "auto.offset.reset=earliest")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	return func() string {
+		t.Helper()
+		<-exited
+		if waitErr != nil {
+			t.Fatalf("kcat: %v: %s", waitErr, errOut.String())
+		}
+		return strings.TrimSpace(out.String())
+	}
 }
 
 // values are n record values prefix0, prefix1, ...
