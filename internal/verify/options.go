@@ -12,7 +12,7 @@ import (
 // Fault kinds (--faults).
 const (
 	FaultKill       = "kill"       // kill -9 of a leader or a follower, then a restart
-	FaultPause      = "pause"      // SIGSTOP of a leader or a follower, then SIGCONT
+	FaultPause      = "pause"      // SIGSTOP of a leader, a follower or the active controller, then SIGCONT
 	FaultPartition  = "partition"  // a node cut from the others and the clients, or clients from a leader
 	FaultOneWay     = "one-way"    // what a node sends lost, or what it is sent, while the other way moves
 	FaultTorn       = "torn"       // garbage appended to a stopped node's active segments before its restart
