@@ -251,10 +251,20 @@ func rawProduceAcks(conn *harness.RawConn, topic, value string, acks int16) (ans
 	return answer{sp.ErrorCode, sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch}, nil
 }
 
-// rawFetch sends a consumer Fetch v16 (the answer names the current
-// leader when refused) for partition 0 of the topic with id from offset
-// 0, waiting for nothing.
+// rawFetch sends a consumer Fetch for partition 0 of the topic with id
+// from offset 0 (consumerFetch).
 func rawFetch(conn *harness.RawConn, id [16]byte) (answer, error) {
+	sp, err := consumerFetch(conn, id, 0)
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{sp.ErrorCode, sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch}, nil
+}
+
+// consumerFetch sends a consumer Fetch v16 (the answer names the current
+// leader when refused) for partition 0 of the topic with id from offset,
+// waiting for nothing, and returns the partition's answer.
+func consumerFetch(conn *harness.RawConn, id [16]byte, offset int64) (kmsg.FetchResponseTopicPartition, error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(16)
 	req.ReplicaID, req.ReplicaState.ID, req.ReplicaState.Epoch = -1, -1, -1
@@ -262,17 +272,16 @@ func rawFetch(conn *harness.RawConn, id [16]byte) (answer, error) {
 	ft := kmsg.NewFetchRequestTopic()
 	ft.TopicID = id
 	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 0, 0, 1<<20, -1
+	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 0, offset, 1<<20, -1
 	ft.Partitions = append(ft.Partitions, fp)
 	req.Topics = append(req.Topics, ft)
 	resp, _, err := conn.TryRequest(req)
 	if err != nil {
-		return answer{}, err
+		return kmsg.FetchResponseTopicPartition{}, err
 	}
 	fr := resp.(*kmsg.FetchResponse)
 	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
-		return answer{}, fmt.Errorf("fetch answer names %d topics", len(fr.Topics))
+		return kmsg.FetchResponseTopicPartition{}, fmt.Errorf("fetch answer names %d topics", len(fr.Topics))
 	}
-	sp := fr.Topics[0].Partitions[0]
-	return answer{sp.ErrorCode, sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch}, nil
+	return fr.Topics[0].Partitions[0], nil
 }

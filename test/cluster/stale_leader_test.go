@@ -25,12 +25,13 @@ import (
 // an offset it does not hold, it must not answer OFFSET_OUT_OF_RANGE (the
 // consumer would reset its position and read the partition again from the
 // start, a history no broker that ever committed those records may show):
-// it answers NOT_LEADER_OR_FOLLOWER, to Fetch and to a consumer's
-// OffsetForLeaderEpoch. A franz-go consumer at that offset, bootstrapped
-// on the old leader only and answered by it at least three times, reads
-// the record at that offset first once the others are back. (Seen in
-// weir verify, seed 225: kill, restart and pause overlapping on three
-// nodes.)
+// it answers NOT_LEADER_OR_FOLLOWER (naming no leader: its metadata would
+// name itself), to Fetch and to a consumer's OffsetForLeaderEpoch. Then
+// kcat (librdkafka) and a franz-go consumer start at that offset,
+// bootstrapped on the old leader only; once it has refused each at least
+// three times the others are resumed, and each must read the record at
+// that offset first. (Seen in weir verify, seed 225: kill, restart and
+// pause overlapping on three nodes.)
 func TestStaleLeaderSendsConsumersAway(t *testing.T) {
 	c := harness.StartCluster(t, 3, harness.MetricsListener)
 	guardNodes(t, c)
@@ -39,6 +40,7 @@ func TestStaleLeaderSendsConsumersAway(t *testing.T) {
 	leader := otherNodes(3, ctrl)[0]
 	createAssignedTopic(t, c, topic, [][]int32{append([]int32{leader}, otherNodes(3, leader)...)}, minISR2())
 	old := c.Node(leader)
+	id := topicID(t, c, topic)
 	if base := produceDirect(t, old, topic, 0, -1, values("a", 10)...); base != 0 {
 		t.Fatalf("first batch at offset %d, want 0", base)
 	}
@@ -59,8 +61,13 @@ func TestStaleLeaderSendsConsumersAway(t *testing.T) {
 	old.Resume()
 
 	const beyond = 15
-	if sp := fetchAt(t, old, topic, beyond); sp.ErrorCode != kerr.NotLeaderForPartition.Code {
-		t.Fatalf("consumer fetch at %d from the stale leader %d (log end 10): %v, want NOT_LEADER_OR_FOLLOWER", beyond, leader, kerr.ErrorForCode(sp.ErrorCode))
+	sp, err := consumerFetch(old.Dial(), id, beyond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.ErrorCode != kerr.NotLeaderForPartition.Code || sp.CurrentLeader.LeaderID == leader {
+		t.Fatalf("consumer fetch at %d from the stale leader %d (log end 10): %v naming leader %d, want NOT_LEADER_OR_FOLLOWER naming no leader or another",
+			beyond, leader, kerr.ErrorForCode(sp.ErrorCode), sp.CurrentLeader.LeaderID)
 	}
 	if sp := consumerEpochEnd(t, old, topic, st.LeaderEpoch); sp.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("consumer OffsetForLeaderEpoch(%d) on the stale leader %d: %v (epoch %d end %d), want NOT_LEADER_OR_FOLLOWER",
@@ -163,28 +170,6 @@ func values(prefix string, n int) []string {
 		out[i] = fmt.Sprintf("%s%d", prefix, i)
 	}
 	return out
-}
-
-// fetchAt sends one consumer Fetch (v12: topics by name, no leader epoch)
-// for partition 0 at offset to b's own listener.
-func fetchAt(t *testing.T, b *harness.Broker, topic string, offset int64) kmsg.FetchResponseTopicPartition {
-	t.Helper()
-	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(12)
-	req.ReplicaID = -1
-	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 10, 1, 1<<20
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = topic
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 0, offset, 1<<20, -1
-	ft.Partitions = append(ft.Partitions, fp)
-	req.Topics = append(req.Topics, ft)
-	resp, _ := b.Dial().Request(req)
-	fr := resp.(*kmsg.FetchResponse)
-	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
-		t.Fatalf("fetch answer shape: %d topics", len(fr.Topics))
-	}
-	return fr.Topics[0].Partitions[0]
 }
 
 // consumerEpochEnd asks b, as a consumer (ReplicaID -1), where leader
