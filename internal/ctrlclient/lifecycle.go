@@ -97,9 +97,16 @@ func (l *Lifecycle) Changed() <-chan struct{} {
 	return l.changed
 }
 
-func (l *Lifecycle) setStatus(s Status) {
+// setStatus records the controller's answer to a request sent at sent
+// (zero: not a heartbeat), which starts a session if it says unfenced.
+func (l *Lifecycle) setStatus(s Status, sent time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if s.Fenced {
+		l.unfencedAt = time.Time{}
+	} else if sent.After(l.unfencedAt) {
+		l.unfencedAt = sent
+	}
 	if s == l.status {
 		return
 	}
@@ -145,7 +152,7 @@ func (l *Lifecycle) Register(ctx context.Context) (int64, error) {
 			}
 			continue
 		}
-		l.setStatus(Status{Epoch: r.BrokerEpoch, Fenced: true})
+		l.setStatus(Status{Epoch: r.BrokerEpoch, Fenced: true}, time.Time{})
 		return r.BrokerEpoch, nil
 	}
 }
@@ -211,14 +218,7 @@ func (l *Lifecycle) heartbeat(ctx context.Context) error {
 	default:
 		return fmt.Errorf("heartbeat: %w", err)
 	}
-	l.setStatus(Status{Epoch: st.Epoch, CaughtUp: r.IsCaughtUp, Fenced: r.IsFenced, ShouldShutDown: r.ShouldShutdown})
-	l.mu.Lock()
-	if r.IsFenced {
-		l.unfencedAt = time.Time{}
-	} else if sent.After(l.unfencedAt) {
-		l.unfencedAt = sent
-	}
-	l.mu.Unlock()
+	l.setStatus(Status{Epoch: st.Epoch, CaughtUp: r.IsCaughtUp, Fenced: r.IsFenced, ShouldShutDown: r.ShouldShutdown}, sent)
 	return nil
 }
 

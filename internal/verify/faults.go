@@ -42,7 +42,7 @@ func (f *killFault) start(ctx context.Context) (int32, string, error) {
 	var id int32
 	var what string
 	if f.controller {
-		id = controller(f.n.e.obs.views(ctx, f.n.e.ids, []string{f.n.main.Name}))
+		id = f.n.activeController(ctx)
 		if id < 0 {
 			return 0, "", errors.New("no active controller to kill")
 		}
@@ -120,7 +120,7 @@ func (f *pauseFault) start(ctx context.Context) (int32, string, error) {
 // partition.
 func (f *pauseFault) target(ctx context.Context) (int32, string, error) {
 	if f.d.pick%3 == 0 {
-		id := controller(f.n.e.obs.views(ctx, f.n.e.ids, []string{f.n.main.Name}))
+		id := f.n.activeController(ctx)
 		if id > 0 && !f.n.isHeld(id) {
 			return id, "active controller", nil
 		}

@@ -368,6 +368,12 @@ func (n *nemesis) target(ctx context.Context, d draws) (int32, string, error) {
 	return 0, "", fmt.Errorf("%w: no partition's drawn replica is free to act on", errHeld)
 }
 
+// activeController is the node most nodes name as the active controller
+// (-1 if none answers).
+func (n *nemesis) activeController(ctx context.Context) int32 {
+	return controller(n.e.obs.views(ctx, n.e.ids, []string{n.main.Name}))
+}
+
 // targetIn is the drawn role's node of partition p.
 func (n *nemesis) targetIn(vs []view, p int32, d draws) (int32, string, error) {
 	st, ok := partition(vs, tp{n.main.Name, p})

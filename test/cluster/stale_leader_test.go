@@ -40,7 +40,7 @@ func TestStaleLeaderSendsConsumersAway(t *testing.T) {
 	leader := otherNodes(3, ctrl)[0]
 	createAssignedTopic(t, c, topic, [][]int32{append([]int32{leader}, otherNodes(3, leader)...)}, minISR2())
 	old := c.Node(leader)
-	id := topicID(t, c, topic)
+	tid := topicID(t, c, topic)
 	if base := produceDirect(t, old, topic, 0, -1, values("a", 10)...); base != 0 {
 		t.Fatalf("first batch at offset %d, want 0", base)
 	}
@@ -61,7 +61,7 @@ func TestStaleLeaderSendsConsumersAway(t *testing.T) {
 	old.Resume()
 
 	const beyond = 15
-	sp, err := consumerFetch(old.Dial(), id, beyond)
+	sp, err := consumerFetch(old.Dial(), tid, beyond)
 	if err != nil {
 		t.Fatal(err)
 	}
