@@ -31,6 +31,9 @@ import (
 // (*metadata.Controller).
 type Quorum interface {
 	IsLeader() bool
+	// VerifyLeader confirms the leadership with the quorum, the image
+	// holding every command of earlier terms.
+	VerifyLeader(ctx context.Context) error
 	Image() *metadata.Image
 	// Changes is closed when the image next changes.
 	Changes() <-chan struct{}
@@ -352,6 +355,15 @@ func (s *Service) heartbeat(ctx context.Context, r *kmsg.BrokerHeartbeatRequest)
 	}
 	if now, ok := s.q.Image().Broker(b.ID); ok {
 		resp.IsFenced = now.Fenced
+	}
+	if !resp.IsFenced {
+		// "Unfenced" keeps the broker serving as leader for a session
+		// (ctrlclient.Lifecycle.InSession); only a leader the quorum
+		// still follows knows it was not fenced meanwhile.
+		if err := s.q.VerifyLeader(ctx); err != nil {
+			resp.IsFenced, resp.ErrorCode = true, errcode.Code(err)
+			s.log.Info("heartbeat not answered: leadership not confirmed", "broker", b.ID, "err", err)
+		}
 	}
 	return resp
 }

@@ -340,6 +340,9 @@ func TestNotControllerWithoutQuorum(t *testing.T) {
 	if _, err := c.AllocateProducerIDs(ctx, 1); !errors.Is(err, ErrNotController) {
 		t.Fatalf("AllocateProducerIDs: %v, want ErrNotController", err)
 	}
+	if err := c.VerifyLeader(ctx); !errors.Is(err, ErrNotController) {
+		t.Fatalf("VerifyLeader: %v, want ErrNotController", err)
+	}
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	if err := c.WaitLeader(short); !errors.Is(err, context.DeadlineExceeded) {

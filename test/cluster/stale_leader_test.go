@@ -32,12 +32,25 @@ import (
 // three times the others are resumed, and each must read the record at
 // that offset first. (Seen in weir verify, seed 225: kill, restart and
 // pause overlapping on three nodes.)
+//
+// It runs twice: with the old leader a broker only, and with it the
+// active controller too. Resumed, that one still counts itself the Raft
+// leader until its lease runs out, and must not answer its own broker's
+// heartbeat "unfenced" from the image it kept.
 func TestStaleLeaderSendsConsumersAway(t *testing.T) {
+	t.Run("broker", func(t *testing.T) { staleLeaderSendsConsumersAway(t, false) })
+	t.Run("controller", func(t *testing.T) { staleLeaderSendsConsumersAway(t, true) })
+}
+
+func staleLeaderSendsConsumersAway(t *testing.T, onController bool) {
 	c := harness.StartCluster(t, 3, harness.MetricsListener)
 	guardNodes(t, c)
 	const topic = "stale-leader"
 	ctrl := c.AgreedController(opTimeout)
 	leader := otherNodes(3, ctrl)[0]
+	if onController {
+		leader = ctrl
+	}
 	createAssignedTopic(t, c, topic, [][]int32{append([]int32{leader}, otherNodes(3, leader)...)}, minISR2())
 	old := c.Node(leader)
 	tid := topicID(t, c, topic)
@@ -134,9 +147,18 @@ func kcatFirstRecord(t *testing.T, b *harness.Broker, topic string, offset int64
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Skip("kcat not installed (scripts/install-test-deps.sh installs it)")
 	}
-	ctx := harness.Ctx(t, 3*time.Minute)
-	cmd := exec.CommandContext(ctx, "kcat", "-C", "-b", b.Addr, "-t", topic, "-p", "0", "-o", strconv.FormatInt(offset, 10),
+	return firstRecord(t, "kcat", "-C", "-b", b.Addr, "-t", topic, "-p", "0", "-o", strconv.FormatInt(offset, 10),
 		"-c", "1", "-q", "-f", "%o %s\n", "-X", "auto.offset.reset=earliest")
+}
+
+// firstRecord starts a client (name and args) that prints one record as
+// "offset value" and exits; the function returned waits for it to exit
+// and returns what it printed, trimmed. The test's cleanup kills it if
+// it still runs.
+func firstRecord(t *testing.T, name string, args ...string) func() string {
+	t.Helper()
+	ctx := harness.Ctx(t, 3*time.Minute)
+	cmd := exec.CommandContext(ctx, name, args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
@@ -157,7 +179,7 @@ func kcatFirstRecord(t *testing.T, b *harness.Broker, topic string, offset int64
 		t.Helper()
 		<-exited
 		if waitErr != nil {
-			t.Fatalf("kcat: %v: %s", waitErr, errOut.String())
+			t.Fatalf("%s: %v: %s", name, waitErr, errOut.String())
 		}
 		return strings.TrimSpace(out.String())
 	}
