@@ -255,8 +255,22 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, req *kmsg.OffsetCommitR
 // handleOffsetFetch returns committed offsets. Each group (v8+) and each
 // partition is answered once however often it is named: Kafka keeps them
 // in maps (KafkaApis.handleOffsetFetchRequest).
+//
+// Out of its session (mayBeStale) this broker may coordinate groups that
+// have moved to a successor which has taken newer commits: its offsets
+// would send a consumer back over records already processed, or, for a
+// group it holds none of, to auto.offset.reset. It answers
+// COORDINATOR_LOAD_IN_PROGRESS (it cannot vouch for the group's state
+// yet), which every client retries in place until the broker is back in
+// its session or has learned that the group moved (NOT_COORDINATOR, as
+// Kafka answers then). Not NOT_COORDINATOR now: librdkafka's assign()
+// never retries an OffsetFetch refused so (librdkafka issue 5586), and
+// the partition would stay unread. Kafka serves these reads; the price
+// here is that a consumer cannot start from committed offsets while no
+// controller quorum answers.
 func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	stale := b.mayBeStale()
 	if req.Version >= 8 {
 		idx, _ := distinct(req.Groups, func(g kmsg.OffsetFetchRequestGroup) string { return g.Group })
 		for _, i := range idx {
@@ -272,6 +286,9 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 				memberEpoch = -1 // v9 (KIP-848) added the member id and epoch
 			}
 			offsets, err := b.groups.FetchOffsetsAs(g.Group, g.MemberID, memberEpoch, topics)
+			if stale {
+				offsets, err = nil, errStaleCoordinator
+			}
 			rg.ErrorCode = kcode(err)
 			var cur *kmsg.OffsetFetchResponseGroupTopic
 			for _, o := range offsets {
@@ -296,6 +313,9 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 		topics = fetchTopics(req.Topics, func(t kmsg.OffsetFetchRequestTopic) (string, []int32) { return t.Topic, t.Partitions })
 	}
 	offsets, err := b.groups.FetchOffsets(req.Group, topics)
+	if stale {
+		offsets, err = nil, errStaleCoordinator
+	}
 	code := kcode(err)
 	if err != nil && req.Version < 2 {
 		// No group-level error before v2: every partition carries it.
@@ -325,6 +345,9 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 	}
 	return resp, nil
 }
+
+// errStaleCoordinator answers an OffsetFetch out of session.
+var errStaleCoordinator = fmt.Errorf("%w: no heartbeat got through for the session timeout: the group may have moved", kerr.CoordinatorLoadInProgress)
 
 // unstable: a RequireStable fetch (v7+) names a partition whose newer
 // commit is appended but not yet replicated; as Kafka does for pending
