@@ -39,7 +39,8 @@ controlled shutdown) and a partition reassignment with a preferred leader
 election. After the faults heal, every partition is read
 to its end and the history of every operation is checked for lost,
 duplicated, inconsistent and unexpected records, nonmonotonic sends and
-polls, skipped offsets and commits that go backwards.
+polls, skipped offsets, commits that go backwards and group members that
+start below a commit already completed.
 
 The history (history.jsonl), the result (result.json), an HTML report with
 a timeline (report.html) and the nodes' logs (nodes.log) go to --out. The

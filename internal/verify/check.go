@@ -73,6 +73,9 @@ type checker struct {
 	// completed, and what that was when each pending commit began.
 	committed map[string]map[tp]int64
 	pending   map[string]map[tp]int64 // proc -> snapshot at invoke
+	// floors: per member, the partitions assigned to it and not read by
+	// it since, with the group's committed offset when it was assigned.
+	floors map[string]map[tp]int64
 
 	// leaders: per partition and leader epoch, the first leader a node
 	// named for it; split: the epochs already reported.
@@ -97,6 +100,7 @@ func Check(ops []Op) *Result {
 		reads:     map[string]map[tp][]consumerRead{},
 		committed: map[string]map[tp]int64{},
 		pending:   map[string]map[tp]int64{},
+		floors:    map[string]map[tp]int64{},
 		open:      map[string]int{},
 		leaders:   map[tpEpoch]leaderWord{},
 		split:     map[tpEpoch]bool{},
@@ -152,6 +156,7 @@ func (c *checker) op(op *Op) {
 		for at, rs := range c.reads[op.Proc] {
 			c.reads[op.Proc][at] = append(rs, consumerRead{reset: true, t: op.T})
 		}
+		c.assigned(op)
 	case FCommit:
 		c.commit(op)
 	case FFault:
@@ -268,6 +273,44 @@ func (c *checker) poll(op *Op) {
 		}
 		c.known[at] = append(c.known[at], r.O)
 		byTP[at] = append(byTP[at], consumerRead{o: r.O, t: op.T})
+		c.firstRead(op, at, r.O)
+	}
+}
+
+// assigned notes, for the partitions a member was just assigned, the
+// offset its group had committed by then: the member starts from the
+// committed offset its coordinator gives it, and a commit completed
+// before the assignment began is one the coordinator must know. (In
+// either protocol no other member's commit of such a partition
+// completes between the two: a classic group refuses commits while it
+// rebalances, and a partition is assigned anew only once its last owner
+// revoked it, after the commit in its revoke callback.)
+func (c *checker) assigned(op *Op) {
+	f := c.floors[op.Proc]
+	if f == nil {
+		f = map[tp]int64{}
+		c.floors[op.Proc] = f
+	}
+	for _, p := range op.Owned {
+		at := tp{op.Topic, p}
+		delete(f, at)
+		if o, ok := c.committed[op.Group][at]; ok && op.Detail == "assigned" {
+			f[at] = o
+		}
+	}
+}
+
+// firstRead checks a member's first read of a partition since it was
+// assigned it against the group's commits completed before that.
+func (c *checker) firstRead(op *Op, at tp, o int64) {
+	floor, ok := c.floors[op.Proc][at]
+	if !ok {
+		return
+	}
+	delete(c.floors[op.Proc], at)
+	if o < floor {
+		c.anomaly(Anomaly{Kind: KStaleCommitRead, Topic: at.topic, Partition: at.p, Offset: o, T: op.T, Proc: op.Proc,
+			Detail: fmt.Sprintf("%s, assigned the partition, began at offset %d, though a commit of %d had completed before", op.Proc, o, floor)})
 	}
 }
 

@@ -255,6 +255,41 @@ func TestCheckCommitBackwards(t *testing.T) {
 	only(t, h, map[string]int{KCommitBackwards: 1})
 }
 
+func TestCheckStaleCommitRead(t *testing.T) {
+	h := newHist()
+	for o := range int64(12) {
+		h.sent("p1", o, 0, o)
+	}
+	commit := func(proc string, o int64) {
+		for _, typ := range []string{TInvoke, TOK} {
+			h.add(Op{F: FCommit, Type: typ, Proc: proc, Group: "g", Topic: topicA, Offsets: map[int32]int64{0: o}})
+		}
+	}
+	rebalance := func(proc, how string) {
+		h.add(Op{F: FRebalance, Type: TOK, Proc: proc, Group: "g", Topic: topicA, Detail: how, Owned: []int32{0}})
+	}
+	rebalance("g1", "assigned")
+	h.poll("g1", rec(0, 0, "p1", 0)) // nothing committed yet
+	commit("g1", 10)
+	rebalance("g1", "revoked")
+	rebalance("g2", "assigned")
+	h.poll("g2", rec(0, 10, "p1", 10)) // from the commit: fine
+	h.poll("g2", rec(0, 11, "p1", 11))
+	rebalance("g2", "revoked")
+	rebalance("g1", "assigned")
+	h.poll("g1", rec(0, 5, "p1", 5)) // from before the commit of 10: stale
+	h.poll("g1", rec(0, 6, "p1", 6)) // only the first read counts
+	var all []Rec
+	for o := range int64(12) {
+		all = append(all, rec(0, o, "p1", o))
+	}
+	h.poll("final", all...)
+	res := only(t, h, map[string]int{KStaleCommitRead: 1})
+	if a := res.Topics[0].Anomalies[0]; a.Proc != "g1" || a.Offset != 5 {
+		t.Fatalf("stale read %+v", a)
+	}
+}
+
 func TestCheckSplitLeader(t *testing.T) {
 	h := clean()
 	named := func(node, p, epoch, leader int32) {

@@ -24,6 +24,11 @@ const (
 	// KCommitBackwards: a group's committed offset for a partition went
 	// below one whose commit had completed before this one began.
 	KCommitBackwards = "nonmonotonic-commit"
+	// KStaleCommitRead: a group member's first read of a partition it was
+	// assigned is below an offset whose commit had completed before the
+	// assignment: its coordinator answered OffsetFetch from a stale state.
+	// Not one of Jepsen's.
+	KStaleCommitRead = "stale-commit-read"
 	// KSplitLeader: two nodes' metadata named different leaders for one
 	// leader epoch of a partition. Not one of Jepsen's: its Kafka workload
 	// sees only what clients see. Every leader epoch has one leader, chosen
@@ -37,7 +42,7 @@ const (
 
 // SafetyKinds are the anomalies that fail a run, in report order.
 var SafetyKinds = []string{KLost, KDuplicate, KInconsistent, KUnexpected,
-	KNonmonotonicSend, KNonmonotonicPoll, KPollSkip, KCommitBackwards, KSplitLeader}
+	KNonmonotonicSend, KNonmonotonicPoll, KPollSkip, KCommitBackwards, KStaleCommitRead, KSplitLeader}
 
 // maxListed bounds the anomalies kept per kind and topic (all are counted).
 const maxListed = 200
