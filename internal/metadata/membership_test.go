@@ -119,3 +119,40 @@ func TestNonvoterJoinsAndFollows(t *testing.T) {
 		}
 	}
 }
+
+// VerifyLeader vouches for the leadership only with a quorum behind it:
+// a leader whose other voter is gone may count itself leader until its
+// lease runs out, and must not answer as one meanwhile.
+func TestVerifyLeaderNeedsAQuorum(t *testing.T) {
+	leader := openLeader(t, testConfig(t.TempDir()))
+	ctx := testCtx(t)
+	if err := leader.VerifyLeader(ctx); err != nil {
+		t.Fatalf("a sole voter: %v", err)
+	}
+	cfg := testConfig(t.TempDir())
+	cfg.NodeID = 2
+	cfg.Join = true
+	follower, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { follower.Close() })
+	if err := leader.AddVoter(ctx, 2, follower.RaftAddr()); err != nil {
+		t.Fatalf("AddVoter: %v", err)
+	}
+	if err := follower.WaitLeader(ctx); err != nil {
+		t.Fatalf("follower WaitLeader: %v", err)
+	}
+	if err := leader.VerifyLeader(ctx); err != nil {
+		t.Fatalf("with its follower: %v", err)
+	}
+	if err := follower.VerifyLeader(ctx); !errors.Is(err, ErrNotController) {
+		t.Fatalf("VerifyLeader on the follower: %v, want ErrNotController", err)
+	}
+	if err := follower.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.VerifyLeader(ctx); !errors.Is(err, ErrNotController) {
+		t.Fatalf("VerifyLeader with the other voter gone: %v, want ErrNotController", err)
+	}
+}
