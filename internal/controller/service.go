@@ -32,7 +32,7 @@ import (
 type Quorum interface {
 	IsLeader() bool
 	// VerifyLeader confirms the leadership with the quorum, the image
-	// holding every command of earlier terms.
+	// holding every command committed before the call.
 	VerifyLeader(ctx context.Context) error
 	Image() *metadata.Image
 	// Changes is closed when the image next changes.
@@ -359,10 +359,13 @@ func (s *Service) heartbeat(ctx context.Context, r *kmsg.BrokerHeartbeatRequest)
 	if !resp.IsFenced {
 		// "Unfenced" keeps the broker serving as leader for a session
 		// (ctrlclient.Lifecycle.InSession); only a leader the quorum
-		// still follows knows it was not fenced meanwhile.
+		// still follows, with an image as of after the heartbeat
+		// arrived, knows it was not fenced meanwhile.
 		if err := s.q.VerifyLeader(ctx); err != nil {
 			resp.IsFenced, resp.ErrorCode = true, errcode.Code(err)
 			s.log.Info("heartbeat not answered: leadership not confirmed", "broker", b.ID, "err", err)
+		} else if now, ok := s.q.Image().Broker(b.ID); !ok || now.Fenced || now.Epoch != b.Epoch {
+			resp.IsFenced = true
 		}
 	}
 	return resp

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -195,9 +194,8 @@ type Controller struct {
 	// push asks pushCommits to tell the followers the commit index now.
 	push chan struct{}
 
-	// appliedTerm is the last Raft term whose start VerifyLeader saw
-	// applied to the image (see there).
-	appliedTerm atomic.Uint64
+	// checks coalesces VerifyLeader's barriers (verifyleader.go).
+	checks leaderChecks
 }
 
 // boltLockTimeout bounds the wait for raft.db's file lock, so a second
@@ -417,32 +415,6 @@ func (c *Controller) Changes() <-chan struct{} { return c.fsm.changes() }
 
 // IsLeader reports whether this node is the Raft leader (the controller).
 func (c *Controller) IsLeader() bool { return c.raft.State() == raft.Leader }
-
-// VerifyLeader confirms, with a round of the quorum, that this node still
-// leads, and that its image holds every command committed before its
-// term began. An answer a controller gives from its image alone (a
-// heartbeat's "unfenced") must not come from a leader deposed while it
-// was stopped or cut off, which counts itself leader until its lease runs
-// out, nor from a new leader that has not yet applied its predecessors'
-// commands: either may not know that the broker asking was fenced. The
-// commands of its own term are its own, applied before it acts on them.
-// Raft's barrier (a log entry) runs once per term; after that each call
-// costs one heartbeat round, which raft shares among concurrent callers.
-func (c *Controller) VerifyLeader(ctx context.Context) error {
-	if err := c.checkLeader(); err != nil {
-		return err
-	}
-	if term := c.raft.CurrentTerm(); c.appliedTerm.Load() != term {
-		if err := c.await(ctx, func() raft.Future { return c.raft.Barrier(timeoutOf(ctx)) }); err != nil {
-			return fmt.Errorf("apply the commands before term %d: %w", term, err)
-		}
-		c.appliedTerm.Store(term)
-	}
-	if err := c.await(ctx, c.raft.VerifyLeader); err != nil {
-		return fmt.Errorf("verify the leadership: %w", err)
-	}
-	return nil
-}
 
 // Leader returns the current Raft leader's node id and address, if known.
 func (c *Controller) Leader() (id int32, addr string, ok bool) {
