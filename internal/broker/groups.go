@@ -285,9 +285,9 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 			if req.Version < 9 {
 				memberEpoch = -1 // v9 (KIP-848) added the member id and epoch
 			}
-			offsets, err := b.groups.FetchOffsetsAs(g.Group, g.MemberID, memberEpoch, topics)
-			if stale {
-				offsets, err = nil, errStaleCoordinator
+			offsets, err := []group.FetchedOffset(nil), errStaleCoordinator
+			if !stale {
+				offsets, err = b.groups.FetchOffsetsAs(g.Group, g.MemberID, memberEpoch, topics)
 			}
 			rg.ErrorCode = kcode(err)
 			var cur *kmsg.OffsetFetchResponseGroupTopic
@@ -312,9 +312,9 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchReq
 	if req.Topics != nil || req.Version < 2 {
 		topics = fetchTopics(req.Topics, func(t kmsg.OffsetFetchRequestTopic) (string, []int32) { return t.Topic, t.Partitions })
 	}
-	offsets, err := b.groups.FetchOffsets(req.Group, topics)
-	if stale {
-		offsets, err = nil, errStaleCoordinator
+	offsets, err := []group.FetchedOffset(nil), errStaleCoordinator
+	if !stale {
+		offsets, err = b.groups.FetchOffsets(req.Group, topics)
 	}
 	code := kcode(err)
 	if err != nil && req.Version < 2 {
