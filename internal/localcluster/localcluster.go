@@ -389,7 +389,8 @@ func (n *Node) PID() int {
 }
 
 // signal sends sig and, if wait, waits up to timeout for the exit (then
-// SIGKILL). It reports whether the process exited by itself in time.
+// SIGQUIT, and SIGKILL if that does not end it). It reports whether the
+// process exited by itself in time.
 func (n *Node) signal(sig syscall.Signal, wait bool, timeout time.Duration) bool {
 	n.mu.Lock()
 	cmd, done, paused := n.cmd, n.done, n.paused
@@ -409,17 +410,28 @@ func (n *Node) signal(sig syscall.Signal, wait bool, timeout time.Duration) bool
 	case <-done:
 		return true
 	case <-time.After(timeout):
+	}
+	// Stuck: SIGQUIT makes the Go runtime write every goroutine's stack
+	// to stderr (the node's log) and exit, which tells where it hung.
+	_ = cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-done:
+	case <-time.After(quitGrace):
 		_ = cmd.Process.Kill()
 		<-done
-		return false
 	}
+	return false
 }
+
+// quitGrace is how long a stuck node may take to dump its goroutines
+// after SIGQUIT before it is killed.
+const quitGrace = 5 * time.Second
 
 // Stop shuts the node down cleanly (SIGTERM), killing it after timeout;
 // a node that had to be killed is an error.
 func (n *Node) Stop(timeout time.Duration) error {
 	if !n.signal(syscall.SIGTERM, true, timeout) {
-		return fmt.Errorf("node %d did not stop within %v of SIGTERM; killed", n.ID, timeout)
+		return fmt.Errorf("node %d did not stop within %v of SIGTERM; killed with SIGQUIT (its goroutines are in its log)", n.ID, timeout)
 	}
 	return nil
 }
