@@ -119,7 +119,7 @@ func guardNodes(t *testing.T, c *harness.Cluster) {
 	t.Cleanup(func() {
 		for i, b := range c.Nodes {
 			out := b.Output()
-			for _, bad := range []string{"WARNING: DATA RACE", "panic:", "fatal error:"} {
+			for _, bad := range []string{"WARNING: DATA RACE", "panic:", "fatal error:", "raft did not stop"} {
 				if at := strings.Index(out, bad); at >= 0 {
 					t.Errorf("node %d logged %q:\n%s", i+1, bad, out[at:min(len(out), at+4000)])
 				}
