@@ -65,6 +65,13 @@ func runVerify(t *testing.T, timeout time.Duration, args ...string) (*verify.Res
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
+	// A node whose raft hung in its stop exits all the same (metadata's
+	// shutdownRaft) and logs where it waited: a bug to find, not noise.
+	if logs, err := os.ReadFile(filepath.Join(out, "nodes.log")); err == nil {
+		if at := bytes.Index(logs, []byte("raft did not stop")); at >= 0 {
+			t.Errorf("a node's raft did not stop:\n%s", logs[at:min(len(logs), at+20000)])
+		}
+	}
 	return &res, buf.String(), code, out
 }
 
