@@ -265,12 +265,24 @@ func (c *Controller) start() error {
 			return fmt.Errorf("resolve raft advertise address: %w", err)
 		}
 	}
+	// MaxRPCsInFlight 1: no pipelined replication. hashicorp/raft
+	// v1.7.3's pipeline deadlocks when a follower refuses an append
+	// (log mismatch) while the next one is being sent: its decoder stops
+	// reading responses, the transport's reader waits to hand one over,
+	// and the sender waits on the reader. Replication to that follower
+	// stops for good, with the leader still heartbeating (so keeping its
+	// lease), and raft's shutdown waits for the sender forever (seen in
+	// a goroutine dump of a node whose stop hung). Metadata commits are
+	// few and small; one request at a time per follower costs nothing
+	// that matters here.
+	tcfg := &raft.NetworkTransportConfig{MaxPool: 3, Timeout: raftIOTimeout, Logger: hlog, MaxRPCsInFlight: 1}
 	var transport *raft.NetworkTransport
 	if c.cfg.Stream != nil {
 		c.streams = newStreamLayer(c.cfg.Stream, advertise)
-		transport = raft.NewNetworkTransportWithLogger(c.streams, 3, raftIOTimeout, hlog)
+		tcfg.Stream = c.streams
+		transport = raft.NewNetworkTransportWithConfig(tcfg)
 	} else {
-		transport, err = raft.NewTCPTransportWithLogger(c.cfg.RaftAddr, advertise, 3, raftIOTimeout, hlog)
+		transport, err = raft.NewTCPTransportWithConfig(c.cfg.RaftAddr, advertise, tcfg)
 		if err != nil {
 			return fmt.Errorf("raft transport on %s: %w", c.cfg.RaftAddr, err)
 		}
@@ -369,8 +381,8 @@ func (c *Controller) shutdownRaft() error {
 		return err
 	case <-time.After(raftStopMax):
 	}
-	// Something in raft waits on what will not come (seen once in a
-	// TestVerifySafe run: a node's stop hung here for 90 s). Its log and
+	// Something in raft waits on what will not come (its replication
+	// pipeline did, until it was turned off: see start). Its log and
 	// stable store were fsynced entry by entry, so the process may exit
 	// without it; where it waited goes to the log.
 	var stacks strings.Builder
