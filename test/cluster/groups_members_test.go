@@ -264,8 +264,13 @@ func fetchCommitted(ctx context.Context, c *harness.Cluster, via *harness.Broker
 	if id < 1 || int(id) > len(c.Nodes) {
 		return nil, fmt.Errorf("find coordinator: node %d", id)
 	}
-	coord := c.Node(id)
-	r.NodeID = id
+	return fetchCommittedOn(ctx, c.Node(id), id, group, topic, partitions)
+}
+
+// fetchCommittedOn asks node id (b) for the offsets group committed on
+// partitions 0..partitions-1 of topic (those without one are left out).
+// An error code in the answer is the error (kerr's, wrapped).
+func fetchCommittedOn(ctx context.Context, b *harness.Broker, id int32, group, topic string, partitions int32) (map[int32]int64, error) {
 	of := kmsg.NewPtrOffsetFetchRequest()
 	of.Group = group // v0-7; v8+ name groups in Groups
 	rt := kmsg.NewOffsetFetchRequestTopic()
@@ -280,9 +285,9 @@ func fetchCommitted(ctx context.Context, c *harness.Cluster, via *harness.Broker
 	rgt.Topic, rgt.Partitions = topic, rt.Partitions
 	rg.Topics = append(rg.Topics, rgt)
 	of.Groups = append(of.Groups, rg)
-	resp, err = requestOn(ctx, coord, of)
+	resp, err := requestOn(ctx, b, of)
 	if err != nil {
-		return nil, fmt.Errorf("offset fetch from node %d: %w", r.NodeID, err)
+		return nil, fmt.Errorf("offset fetch from node %d: %w", id, err)
 	}
 	fr := resp.(*kmsg.OffsetFetchResponse)
 	if len(fr.Groups) == 1 { // v8+
@@ -300,13 +305,13 @@ func fetchCommitted(ctx context.Context, c *harness.Cluster, via *harness.Broker
 		}
 	}
 	if err := kerr.ErrorForCode(fr.ErrorCode); err != nil {
-		return nil, fmt.Errorf("offset fetch from node %d: %w", r.NodeID, err)
+		return nil, fmt.Errorf("offset fetch from node %d: %w", id, err)
 	}
 	out := map[int32]int64{}
 	for _, t := range fr.Topics {
 		for _, p := range t.Partitions {
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return nil, fmt.Errorf("offset fetch from node %d: partition %d: %w", r.NodeID, p.Partition, err)
+				return nil, fmt.Errorf("offset fetch from node %d: partition %d: %w", id, p.Partition, err)
 			}
 			if p.Offset >= 0 {
 				out[p.Partition] = p.Offset

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -96,8 +97,8 @@ func TestStaleCoordinatorSendsMembersAway(t *testing.T) {
 	}
 	old.Resume()
 
-	if off, code := fetchOffset(t, old, groups[1], topic); code != kerr.CoordinatorLoadInProgress.Code {
-		t.Fatalf("OffsetFetch on the stale coordinator %d: offset %d, %v; want COORDINATOR_LOAD_IN_PROGRESS", coord, off, kerr.ErrorForCode(code))
+	if got, err := fetchCommittedOn(harness.Ctx(t, opTimeout), old, coord, groups[1], topic, 1); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
+		t.Fatalf("OffsetFetch on the stale coordinator %d: offsets %v, %v; want COORDINATOR_LOAD_IN_PROGRESS", coord, got, err)
 	}
 	// A commit it accepts is appended to its log, then waits.
 	m := harness.ScrapeMetrics(t, old.MetricsURL)
@@ -157,8 +158,9 @@ func TestStaleCoordinatorSendsMembersAway(t *testing.T) {
 		t.Fatalf("kafka-python's first record: %q, want \"10 r10\"", got)
 	}
 	for _, g := range groups {
-		if off, code := fetchOffset(t, c.Node(groupCoordinator(t, c, g, -1)), g, topic); code != 0 || off != 10 {
-			t.Fatalf("%s's committed offset at the end: %d (%v), want 10", g, off, kerr.ErrorForCode(code))
+		id := groupCoordinator(t, c, g, -1)
+		if got, err := fetchCommittedOn(harness.Ctx(t, opTimeout), c.Node(id), id, g, topic, 1); err != nil || got[0] != 10 {
+			t.Fatalf("%s's committed offsets at the end: %v (%v), want offset 10", g, got, err)
 		}
 	}
 }
@@ -185,31 +187,6 @@ func commitOffset(t *testing.T, b *harness.Broker, grp, topic string, offset int
 		return kerr.UnknownServerError.Code
 	}
 	return r.Topics[0].Partitions[0].ErrorCode
-}
-
-// fetchOffset asks b for group's committed offset of partition 0 of
-// topic (OffsetFetch v8, groups form), returning it and the error code.
-func fetchOffset(t *testing.T, b *harness.Broker, grp, topic string) (int64, int16) {
-	t.Helper()
-	req := kmsg.NewPtrOffsetFetchRequest()
-	req.SetVersion(8)
-	rg := kmsg.NewOffsetFetchRequestGroup()
-	rg.Group = grp
-	rt := kmsg.NewOffsetFetchRequestGroupTopic()
-	rt.Topic, rt.Partitions = topic, []int32{0}
-	rg.Topics = append(rg.Topics, rt)
-	req.Groups = append(req.Groups, rg)
-	resp, _ := b.Dial().Request(req)
-	r := resp.(*kmsg.OffsetFetchResponse)
-	if len(r.Groups) != 1 {
-		t.Fatalf("OffsetFetch answer shape: %d groups", len(r.Groups))
-	}
-	g := r.Groups[0]
-	if g.ErrorCode != 0 || len(g.Topics) != 1 || len(g.Topics[0].Partitions) != 1 {
-		return -1, g.ErrorCode
-	}
-	sp := g.Topics[0].Partitions[0]
-	return sp.Offset, sp.ErrorCode
 }
 
 // committedFirstRecord starts a kafka-python consumer that assigns
