@@ -266,7 +266,7 @@ func (c *Controller) start() error {
 		}
 	}
 	// MaxRPCsInFlight 1: no pipelined replication. hashicorp/raft
-	// v1.7.3's pipeline deadlocks when a follower refuses an append
+	// v1.7.2's pipeline deadlocks when a follower refuses an append
 	// (log mismatch) while the next one is being sent: its decoder stops
 	// reading responses, the transport's reader waits to hand one over,
 	// and the sender waits on the reader. Replication to that follower

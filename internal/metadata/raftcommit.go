@@ -20,7 +20,7 @@ type raftTransport interface {
 // entries, the one it checks (PrevLogEntry). That is the Raft paper's rule
 // (commitIndex = min(leaderCommit, index of last new entry)).
 //
-// hashicorp/raft (v1.7.3) takes the follower's own last index instead. A
+// hashicorp/raft (v1.7.2) takes the follower's own last index instead. A
 // follower that was a leader cut off (or stopped) with entries no one else
 // got has them past the point a new leader's request checks; a request
 // whose commit index reaches beyond that point then commits and applies
