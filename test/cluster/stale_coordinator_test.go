@@ -196,5 +196,5 @@ func commitOffset(t *testing.T, b *harness.Broker, grp, topic string, offset int
 func committedFirstRecord(t *testing.T, b *harness.Broker, grp, topic string) func() string {
 	t.Helper()
 	spec, _ := json.Marshal(map[string]string{"bootstrap": b.Addr, "group": grp, "topic": topic})
-	return firstRecord(t, python, "testdata/committed_first.py", string(spec))
+	return clientOutput(t, python, "testdata/committed_first.py", string(spec))
 }

@@ -144,18 +144,24 @@ const fetchErrors = "kafka_network_requestmetrics_errors_total"
 // record and returns it as "offset value".
 func kcatFirstRecord(t *testing.T, b *harness.Broker, topic string, offset int64) func() string {
 	t.Helper()
-	if _, err := exec.LookPath("kcat"); err != nil {
-		t.Skip("kcat not installed (scripts/install-test-deps.sh installs it)")
-	}
-	return firstRecord(t, "kcat", "-C", "-b", b.Addr, "-t", topic, "-p", "0", "-o", strconv.FormatInt(offset, 10),
+	requireKcat(t)
+	return clientOutput(t, "kcat", "-C", "-b", b.Addr, "-t", topic, "-p", "0", "-o", strconv.FormatInt(offset, 10),
 		"-c", "1", "-q", "-f", "%o %s\n", "-X", "auto.offset.reset=earliest")
 }
 
-// firstRecord starts a client (name and args) that prints one record as
-// "offset value" and exits; the function returned waits for it to exit
-// and returns what it printed, trimmed. The test's cleanup kills it if
-// it still runs.
-func firstRecord(t *testing.T, name string, args ...string) func() string {
+// requireKcat skips the test where kcat is not installed.
+func requireKcat(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("kcat"); err != nil {
+		t.Skip("kcat not installed (scripts/install-test-deps.sh installs it)")
+	}
+}
+
+// clientOutput starts a client (name and args) that prints records as
+// "offset value" lines and exits; the function returned waits for it to
+// exit and returns what it printed, trimmed. The test's cleanup kills it
+// if it still runs.
+func clientOutput(t *testing.T, name string, args ...string) func() string {
 	t.Helper()
 	ctx := harness.Ctx(t, 3*time.Minute)
 	cmd := exec.CommandContext(ctx, name, args...)

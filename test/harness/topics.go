@@ -109,6 +109,18 @@ func (c *Cluster) CreateAssignedTopic(topic string, assignment [][]int32, config
 			}
 		}
 	}
+	c.SendCreateAssignedTopic(topic, assignment, configs, timeout)
+	for p, replicas := range assignment {
+		c.WaitPartition(topic, int32(p), timeout, "a leader and a full ISR", func(st PartitionState) bool {
+			return st.Leader >= 0 && len(st.ISR) == len(replicas)
+		})
+	}
+}
+
+// SendCreateAssignedTopic asks for the topic of CreateAssignedTopic and
+// waits for the answer only: brokers of the assignment may be down.
+func (c *Cluster) SendCreateAssignedTopic(topic string, assignment [][]int32, configs map[string]*string, timeout time.Duration) {
+	c.t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = int32(timeout / time.Millisecond)
 	rt := kmsg.NewCreateTopicsRequestTopic()
@@ -148,9 +160,4 @@ func (c *Cluster) CreateAssignedTopic(topic string, assignment [][]int32, config
 		c.t.Fatalf("create topic %s with assignment %v: %v", topic, assignment, err)
 		return false
 	})
-	for p, replicas := range assignment {
-		c.WaitPartition(topic, int32(p), timeout, "a leader and a full ISR", func(st PartitionState) bool {
-			return st.Leader >= 0 && len(st.ISR) == len(replicas)
-		})
-	}
 }
