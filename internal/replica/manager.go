@@ -53,10 +53,26 @@ func (m *Manager) Get(tp storage.TopicPartition) *Partition {
 // Ensure makes sure a replica exists for tp with the given log config and
 // metadata state, opening or creating its log, and reports how its role
 // changed. Calls for different partitions may run at once.
+//
+// A replica of another incarnation of the topic (another topic id: it
+// was deleted and created again, and this broker never acted on the
+// deletion, e.g. its removal failed and the retry found the topic back)
+// is dropped first, with its log: its records are not the new topic's,
+// though they sit at the same offsets and leader epochs.
 func (m *Manager) Ensure(tp storage.TopicPartition, cfg storage.Config, s State) (*Partition, Transition, error) {
 	m.mu.Lock()
 	m.awaitOpeningLocked(tp)
 	p := m.parts[tp]
+	if id := p.topicID(); p != nil && id != s.TopicID && id != ([16]byte{}) && s.TopicID != ([16]byte{}) {
+		m.log().Warn("dropping the replica of an earlier incarnation of the topic",
+			slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition)))
+		delete(m.parts, tp)
+		m.mu.Unlock()
+		p.remove() // its log goes in open, which finds the old topic id
+		m.mu.Lock()
+		m.awaitOpeningLocked(tp)
+		p = m.parts[tp]
+	}
 	if p == nil {
 		done := make(chan struct{})
 		m.opening[tp] = done

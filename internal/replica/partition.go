@@ -233,6 +233,17 @@ func (p *Partition) remove() {
 	p.notifyAllLocked()
 }
 
+// topicID is the id of the topic incarnation its last Update named;
+// zero before the first, or for no partition (nil).
+func (p *Partition) topicID() [16]byte {
+	if p == nil {
+		return [16]byte{}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.st.TopicID
+}
+
 // State returns the metadata state last applied.
 func (p *Partition) State() State {
 	p.mu.Lock()

@@ -42,6 +42,13 @@ func Open(tp storage.TopicPartition, log *storage.Log, localID int32, logger *sl
 // before the first Ensure.
 func (m *Manager) SetLogger(l *slog.Logger) { m.logger = l }
 
+func (m *Manager) log() *slog.Logger {
+	if m.logger == nil {
+		return slog.Default()
+	}
+	return m.logger
+}
+
 // Producers is the partition's producer state (nil if opened with New).
 func (p *Partition) Producers() *producerstate.State { return p.producers }
 
