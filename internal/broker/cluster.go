@@ -63,6 +63,12 @@ func (q *isrBatcher) MayJoinISR(id int32) bool {
 	return ok && br.Eligible()
 }
 
+// Alive implements replica.ISRChanger.
+func (q *isrBatcher) Alive(id int32) bool {
+	br, ok := q.b.meta.Image().Broker(id)
+	return ok && !br.Fenced
+}
+
 // run sends queued proposals until ctx ends.
 func (q *isrBatcher) run(ctx context.Context) {
 	for {

@@ -305,6 +305,7 @@ func (f *fetchState) readPartition(img *metadata.Image, p *replica.Partition, rp
 			ReplicaID:          f.replicaID,
 			CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
 			FetchOffset:        rp.FetchOffset,
+			LogStartOffset:     rp.LogStartOffset,
 			MaxBytes:           int(min(limit, 1<<31-1)),
 			CannotWrite:        rp.PartitionMaxBytes == 0,
 		})

@@ -23,6 +23,11 @@ type ISRChanger interface {
 	// high watermark waits for the broker it adds, which is going away.
 	// Called with the partition's lock held: it must not block.
 	MayJoinISR(id int32) bool
+	// Alive reports whether broker id is registered and not fenced
+	// (Kafka's alive broker, shutting down or not): DeleteRecords waits
+	// for the log starts of the replicas on such brokers. Called with
+	// the partition's lock held: it must not block.
+	Alive(id int32) bool
 }
 
 // ISRChange is one proposal: the ISR the leader wants, made at the given
@@ -42,6 +47,9 @@ type ISRChange struct {
 type follower struct {
 	id  int32
 	leo int64 // -1 until its first fetch in this leader epoch
+	// logStart is its log start offset as its last fetch said; -1 until
+	// a fetch said it.
+	logStart int64
 	// lastCaughtUp is the last time the follower's log end reached the
 	// leader's (Kafka's lastCaughtUpTimeMs); replica.lag.time.max.ms is
 	// measured from it.
@@ -56,7 +64,7 @@ type follower struct {
 func newFollower(id int32, now time.Time) *follower {
 	// A fresh allowance, as Kafka gives: a follower is not thrown out of
 	// the ISR for the time before this broker led.
-	return &follower{id: id, leo: -1, lastCaughtUp: now, leaderEndAtLastFetch: -1}
+	return &follower{id: id, leo: -1, logStart: -1, lastCaughtUp: now, leaderEndAtLastFetch: -1}
 }
 
 // Appended is the outcome of a leader append: where the batches went and
@@ -136,6 +144,7 @@ type FollowerFetch struct {
 	ReplicaID          int32
 	CurrentLeaderEpoch int32 // -1: not given
 	FetchOffset        int64 // the follower's log end offset
+	LogStartOffset     int64 // the follower's log start offset; -1: not given
 	MaxBytes           int
 	// CannotWrite: the follower's log cannot take writes (it asked for
 	// no data: PartitionMaxBytes 0, which a weir follower sends for
@@ -144,10 +153,11 @@ type FollowerFetch struct {
 	CannotWrite bool
 }
 
-// ReadForFollower serves a follower: it records the follower's log end
-// offset (its fetch offset), which may advance the high watermark and
-// bring the follower back into the ISR, then reads from the fetch offset
-// up to the leader's log end. Offsets are returned after the update.
+// ReadForFollower serves a follower: it records the follower's log start
+// (for DeleteRecords) and log end offset (its fetch offset), which may
+// advance the high watermark and bring the follower back into the ISR,
+// then reads from the fetch offset up to the leader's log end. Offsets
+// are returned after the update.
 func (p *Partition) ReadForFollower(f FollowerFetch) (storage.ReadResult, Offsets, error) {
 	p.mu.Lock()
 	if err := p.checkLeaderLocked(f.CurrentLeaderEpoch); err != nil {
@@ -158,6 +168,10 @@ func (p *Partition) ReadForFollower(f FollowerFetch) (storage.ReadResult, Offset
 	if fs == nil {
 		p.mu.Unlock()
 		return storage.ReadResult{}, Offsets{}, fmt.Errorf("%w: broker %d fetching %s-%d (replicas %v)", ErrNotReplica, f.ReplicaID, p.tp.Topic, p.tp.Partition, p.st.Replicas)
+	}
+	if f.LogStartOffset >= 0 && f.LogStartOffset != fs.logStart {
+		fs.logStart = f.LogStartOffset
+		p.notifyLocked(LowWatermark)
 	}
 	leo := p.log.LogEndOffset()
 	if f.CannotWrite {

@@ -18,14 +18,16 @@ func (c *fakeClock) now() time.Time          { return c.t }
 func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 // proposals records ISR changes instead of sending them to a controller;
-// the brokers in ineligible may not join an ISR.
+// the brokers in ineligible may not join an ISR, those in dead are fenced.
 type proposals struct {
 	got        []ISRChange
 	ineligible map[int32]bool
+	dead       map[int32]bool
 }
 
 func (r *proposals) AlterISR(_ *Partition, c ISRChange) { r.got = append(r.got, c) }
 func (r *proposals) MayJoinISR(id int32) bool           { return !r.ineligible[id] }
+func (r *proposals) Alive(id int32) bool                { return !r.dead[id] }
 
 func (r *proposals) take(t *testing.T) ISRChange {
 	t.Helper()

@@ -13,7 +13,6 @@ package replica
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -324,31 +323,4 @@ func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	return p.log.LeaderEpochs().EndOffsetFor(epoch, p.log.LogEndOffset())
-}
-
-// DeleteRecordsBefore raises the log start offset (DeleteRecords). Only
-// offsets up to the high watermark may be deleted; -1 means the HW.
-func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	p.mu.Lock()
-	leader, hw := p.leader, p.hw
-	p.mu.Unlock()
-	if !leader {
-		return 0, ErrNotLeader
-	}
-	if offset == -1 {
-		offset = hw
-	}
-	if offset < 0 || offset > hw {
-		return 0, fmt.Errorf("%w: %d beyond high watermark %d", storage.ErrOffsetOutOfRange, offset, hw)
-	}
-	start, err := p.log.DeleteRecordsBefore(offset)
-	if err != nil {
-		return 0, err
-	}
-	p.mu.Lock()
-	p.notifyAllLocked()
-	p.mu.Unlock()
-	return start, nil
 }

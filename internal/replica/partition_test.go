@@ -129,14 +129,14 @@ func TestDeleteRecordsBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := p.DeleteRecordsBefore(4); !errors.Is(err, storage.ErrOffsetOutOfRange) {
+	if _, _, err := p.DeleteRecordsBefore(4); !errors.Is(err, storage.ErrOffsetOutOfRange) {
 		t.Fatalf("delete beyond hw: %v", err)
 	}
-	low, err := p.DeleteRecordsBefore(2)
+	low, _, err := p.DeleteRecordsBefore(2)
 	if err != nil || low != 2 {
 		t.Fatalf("delete before 2: low %d err %v", low, err)
 	}
-	if low, err := p.DeleteRecordsBefore(-1); err != nil || low != 3 {
+	if low, _, err := p.DeleteRecordsBefore(-1); err != nil || low != 3 {
 		t.Fatalf("delete before hw (-1): low %d err %v", low, err)
 	}
 }

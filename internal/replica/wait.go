@@ -34,6 +34,9 @@ const (
 	HighWatermark Event = 1 << iota
 	// LogEnd: new data was appended at the log end (follower fetches).
 	LogEnd
+	// LowWatermark: a follower's log start offset moved (DeleteRecords
+	// waits for the replicas' log starts to pass its offset).
+	LowWatermark
 )
 
 // Waiter is one waiting request's wake-up signal. Its channel holds at

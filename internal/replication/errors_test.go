@@ -40,7 +40,7 @@ func TestFollowerBehindLeaderLogStart(t *testing.T) {
 			for c.leaderPart(tpA).Offsets().LogEnd < 30 {
 				c.produce(tpA, 3)
 			}
-			if _, err := c.leaderPart(tpA).DeleteRecordsBefore(tc.deleteTo); err != nil {
+			if _, _, err := c.leaderPart(tpA).DeleteRecordsBefore(tc.deleteTo); err != nil {
 				t.Fatal(err)
 			}
 			c.start(2, -1)

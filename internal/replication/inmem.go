@@ -385,6 +385,7 @@ func (c *inmemClient) fillFetch(b *inmemBroker, req *kmsg.FetchRequest, replicaI
 				ReplicaID:          replicaID,
 				CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
 				FetchOffset:        rp.FetchOffset,
+				LogStartOffset:     rp.LogStartOffset,
 				MaxBytes:           int(max(limit, 1)),
 				CannotWrite:        rp.PartitionMaxBytes == 0,
 			})

@@ -1,0 +1,70 @@
+package replica
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestDeleteRecordsWaitsForLiveReplicas: a deletion is complete once the
+// leader and every follower on a live broker report a log start at or
+// past its offset; a fenced broker's replica is not waited for; a
+// follower's report wakes the waiters; a lost leadership ends the wait.
+func TestDeleteRecordsWaitsForLiveReplicas(t *testing.T) {
+	p, _, props := leaderOf(t, []int32{1, 2, 3}, 1)
+	if _, err := p.AppendAsLeader(batch(t, 10), 1); err != nil {
+		t.Fatal(err)
+	}
+	fetchFrom := func(id int32, logStart int64) {
+		t.Helper()
+		if _, _, err := p.ReadForFollower(FollowerFetch{ReplicaID: id, CurrentLeaderEpoch: -1, FetchOffset: 10, LogStartOffset: logStart, MaxBytes: 1 << 20}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetchFrom(2, 0)
+	fetchFrom(3, -1) // an old fetch version: says nothing of its log start
+	target, epoch, err := p.DeleteRecordsBefore(6)
+	if err != nil || target != 6 {
+		t.Fatalf("DeleteRecordsBefore(6): %d, %v", target, err)
+	}
+	if got := p.Offsets().LogStart; got != 6 {
+		t.Fatalf("the leader's log start %d, want 6 at once", got)
+	}
+	state := func(want bool, wantLow int64) {
+		t.Helper()
+		low, done, err := p.DeleteState(epoch, target)
+		if err != nil || done != want || low != wantLow {
+			t.Fatalf("DeleteState: low %d done %v err %v; want low %d done %v", low, done, err, wantLow, want)
+		}
+	}
+	state(false, -1) // 3 never said
+	w := NewWaiter()
+	defer w.Done()
+	w.Watch(p, LowWatermark)
+	fetchFrom(2, 6)
+	select {
+	case <-w.C():
+	default:
+		t.Fatal("a follower's new log start did not wake the waiter")
+	}
+	state(false, -1)
+	fetchFrom(3, 4)
+	state(false, 4)
+	props.dead = map[int32]bool{3: true}
+	state(true, 6) // a fenced broker's replica is not waited for
+	props.dead = nil
+	fetchFrom(3, 6)
+	state(true, 6)
+
+	// -1 deletes up to the high watermark.
+	if target, _, err := p.DeleteRecordsBefore(-1); err != nil || target != 10 {
+		t.Fatalf("DeleteRecordsBefore(-1): %d, %v; want the high watermark 10", target, err)
+	}
+	s := p.State()
+	s.LeaderID, s.LeaderEpoch = 2, s.LeaderEpoch+1
+	if _, err := p.Update(s); err != nil {
+		t.Fatal(err)
+	}
+	if _, done, err := p.DeleteState(epoch, 10); !done || !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("after losing the leadership: done %v err %v, want ErrNotLeader", done, err)
+	}
+}
