@@ -46,7 +46,11 @@ the topic if none is given), as kafka-delete-records does (DeleteRecords):
 the partition's log start offset (low watermark) moves up to OFFSET and the
 records before it can no longer be read. --before -1 deletes up to the high
 watermark, i.e. every record written so far. An offset past the high
-watermark fails with Kafka's OFFSET_OUT_OF_RANGE.
+watermark fails with Kafka's OFFSET_OUT_OF_RANGE. The broker answers once
+every replica on a live broker has moved its log start too, so that no
+failover brings the records back; a replica that does not within the
+request timeout fails the partition with REQUEST_TIMED_OUT (the leader's
+own log start has moved: run the command again).
 
 Prints each partition's new low watermark, as Kafka's tool does:
   partition: orders-0  low_watermark: 42`,
