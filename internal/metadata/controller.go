@@ -18,6 +18,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+
+	"github.com/weir-project/weir/internal/coalesce"
 )
 
 // Config configures a Controller. Zero durations and counts take the
@@ -197,7 +199,7 @@ type Controller struct {
 	push chan struct{}
 
 	// checks coalesces VerifyLeader's barriers (verifyleader.go).
-	checks leaderChecks
+	checks *coalesce.Runner
 }
 
 // boltLockTimeout bounds the wait for raft.db's file lock, so a second
@@ -230,6 +232,7 @@ func Open(cfg Config) (*Controller, error) {
 		sweep:     make(chan struct{}, 1),
 		push:      make(chan struct{}, 1),
 	}
+	c.checks = coalesce.New(c.commitBarrier)
 	if err := c.start(); err != nil {
 		c.release()
 		return nil, err

@@ -3,7 +3,6 @@ package metadata
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -24,76 +23,28 @@ import (
 // it makes the lease check believe them too). A barrier's entry did not
 // exist before the call, so no earlier answer acknowledges it.
 //
-// Concurrent calls share a barrier; a call that arrives while one is in
-// flight waits for the next, so each caller's barrier was appended after
-// it asked. With heartbeats every broker.heartbeat.interval.ms that is at
+// Concurrent calls share a barrier (package coalesce); a call that
+// arrives while one is in flight waits for the next, so each caller's
+// barrier was appended after it asked. With heartbeats every broker.heartbeat.interval.ms that is at
 // most one entry per heartbeat, far fewer when brokers beat together.
 func (c *Controller) VerifyLeader(ctx context.Context) error {
 	if err := c.checkLeader(); err != nil {
 		return err
 	}
-	r := c.checks.join(c.runChecks)
-	select {
-	case <-r.done:
-		return r.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// leaderChecks is VerifyLeader's queue: the round new callers wait for,
-// and whether a goroutine runs rounds.
-type leaderChecks struct {
-	mu      sync.Mutex
-	next    *checkRound
-	running bool
-}
-
-type checkRound struct {
-	done chan struct{}
-	err  error // set before done is closed
-}
-
-// join returns the round that starts next, starting run if no goroutine
-// runs rounds.
-func (q *leaderChecks) join(run func()) *checkRound {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.next == nil {
-		q.next = &checkRound{done: make(chan struct{})}
-	}
-	if !q.running {
-		q.running = true
-		go run()
-	}
-	return q.next
-}
-
-// take hands over the next round, or ends the runner when none waits.
-func (q *leaderChecks) take() *checkRound {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	r := q.next
-	q.next = nil
-	if r == nil {
-		q.running = false
-	}
-	return r
+	return c.checks.Do(ctx)
 }
 
 // checkTimeout bounds one barrier. A leader that cannot reach a quorum
 // fails it sooner, when it steps down after its lease.
 const checkTimeout = 10 * time.Second
 
-// runChecks commits one barrier per round until no caller waits. Once
-// the controller is closed, await fails every round at once.
-func (c *Controller) runChecks() {
-	for r := c.checks.take(); r != nil; r = c.checks.take() {
-		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
-		if err := c.await(ctx, func() raft.Future { return c.raft.Barrier(checkTimeout) }); err != nil {
-			r.err = fmt.Errorf("commit a barrier: %w", err)
-		}
-		cancel()
-		close(r.done)
+// commitBarrier commits one barrier: VerifyLeader's round (c.checks).
+// Once the controller is closed, await fails at once.
+func (c *Controller) commitBarrier() error {
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	if err := c.await(ctx, func() raft.Future { return c.raft.Barrier(checkTimeout) }); err != nil {
+		return fmt.Errorf("commit a barrier: %w", err)
 	}
+	return nil
 }
