@@ -186,6 +186,10 @@ type Log struct {
 	// is called after a truncation moved the log start offset down, so the
 	// checkpointed log start is rewritten before a crash can apply it.
 	onStartLowered func()
+	// syncStart, when set (by the Manager, before the log is shared),
+	// makes a log start raised inside a segment durable: it writes the
+	// log-start checkpoint (see DeleteRecordsBefore).
+	syncStart func() error
 }
 
 // FlushObserver is told how long each fsync of a segment took, as Kafka

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weir-project/weir/internal/coalesce"
 	"github.com/weir-project/weir/internal/storage/checkpoint"
 )
 
@@ -115,6 +116,10 @@ type Manager struct {
 	moving map[TopicPartition]bool
 
 	ckMu sync.Mutex // one checkpoint writer at a time
+	// startSync writes the checkpoints for logs whose start offset was
+	// raised inside a segment (Log.DeleteRecordsBefore), one write for
+	// the callers that ask together.
+	startSync *coalesce.Runner
 
 	files *fileCache // segment descriptors of every log
 	// flushSlots bounds the roll flushes of all logs running at once
@@ -155,6 +160,7 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 	m := &Manager{cfg: cfg, logger: logger, logs: make(map[TopicPartition]managedLog),
 		opening: make(map[TopicPartition]chan struct{}), perDir: make([]int, len(cfg.Dirs)), files: newFileCache(files),
 		flushSlots: make(chan struct{}, rollFlushSlots), syncFS: shutdownSyncer()}
+	m.startSync = coalesce.New(m.Checkpoint)
 	if err := m.loadAll(); err != nil {
 		return nil, err
 	}
@@ -306,6 +312,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 // once, and the test hook.
 func (m *Manager) adopt(l *Log) {
 	l.onStartLowered = m.checkpointAfterTruncation
+	l.syncStart = func() error { return m.startSync.Do(context.Background()) }
 	l.flushObserver = m.cfg.FlushObserver
 	l.flushSlots = m.flushSlots
 	l.beforeRollFlush = m.cfg.BeforeRollFlush

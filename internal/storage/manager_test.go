@@ -283,6 +283,55 @@ func TestManagerTruncationBelowLogStartSurvivesCrash(t *testing.T) {
 	}
 }
 
+// DeleteRecords inside a segment is durable when it returns: a crash
+// right after it, before any periodic checkpoint, reloads the raised log
+// start instead of the records below it (which a replica that had
+// reported its start past them would then serve again as leader). A start
+// raised to a segment's base needs no checkpoint: the files say it.
+func TestManagerDeleteRecordsSurvivesCrash(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	mc := ManagerConfig{Dirs: []string{dir}, Defaults: cfg}
+	m, err := OpenManager(mc, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := TopicPartition{"deleted", 0}
+	l, err := m.GetOrCreate(tp, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		mustAppend(t, l, makeBatch(t, 1, 10, 1, "v"), 0)
+	}
+	if err := m.Checkpoint(); err != nil { // log start 0 on disk
+		t.Fatal(err)
+	}
+	if start, err := l.DeleteRecordsBefore(6); err != nil || start != 6 {
+		t.Fatalf("DeleteRecordsBefore(6): %d, %v", start, err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Crash: no checkpoint of the manager's own, no clean-shutdown marker.
+	if err := l.crash(); err != nil {
+		t.Fatal(err)
+	}
+
+	m2, err := OpenManager(mc, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	l2 := m2.Get(tp)
+	if l2 == nil {
+		t.Fatal("partition not loaded")
+	}
+	if l2.LogStartOffset() != 6 || l2.LogEndOffset() != 10 {
+		t.Fatalf("reloaded as [%d, %d), want [6, 10): the deleted records came back", l2.LogStartOffset(), l2.LogEndOffset())
+	}
+}
+
 // TestManagerRefusesDuplicatePartitionDirs: one partition in two log dirs
 // is ambiguous (which copy is current?); like Kafka, refuse to start and
 // name both directories instead of silently keeping one.

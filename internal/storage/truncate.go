@@ -214,17 +214,38 @@ func (s *segment) restoreAppendState() error {
 
 // DeleteRecordsBefore raises the log start offset to offset (DeleteRecords)
 // and deletes segments wholly below it. offset > LogEndOffset: ErrOffsetOutOfRange.
+//
+// The new log start is durable when it returns: a start inside a segment
+// is known only from the log-start checkpoint, which the manager then
+// writes (syncStart) before the call returns. Otherwise a crash brought
+// back the deleted records, and a replica that had said its start was
+// past them could serve them again once it led.
 func (l *Log) DeleteRecordsBefore(offset int64) (newLogStart int64, err error) {
+	inside, err := l.deleteRecordsBefore(offset)
+	if err != nil || !inside || l.syncStart == nil {
+		return max(offset, l.logStart.Load()), err
+	}
+	if err := l.syncStart(); err != nil {
+		return offset, fmt.Errorf("make log start %d of %s durable: %w", offset, l.dir, err)
+	}
+	return offset, nil
+}
+
+// deleteRecordsBefore raises the log start; inside reports whether it now
+// lies inside a segment (past the first remaining segment's base).
+func (l *Log) deleteRecordsBefore(offset int64) (inside bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return 0, ErrClosed
+		return false, ErrClosed
 	}
 	if offset > l.logEnd.Load() {
-		return 0, fmt.Errorf("delete records before %d past log end %d: %w", offset, l.logEnd.Load(), ErrOffsetOutOfRange)
+		return false, fmt.Errorf("delete records before %d past log end %d: %w", offset, l.logEnd.Load(), ErrOffsetOutOfRange)
 	}
-	if offset <= l.logStart.Load() {
-		return l.logStart.Load(), nil
+	if start := l.logStart.Load(); offset <= start {
+		// Raised already, perhaps by a call still making it durable:
+		// this one waits for that too.
+		return l.segments()[0].base < start, nil
 	}
 	l.logStart.Store(offset)
 	segs := l.segments()
@@ -237,7 +258,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (newLogStart int64, err error) {
 		l.scheduleDeletes(segs[:n], l.config())
 	}
 	if err := l.epochs.TruncateFromStart(offset); err != nil {
-		return offset, fmt.Errorf("truncate leader epochs of %s from %d: %w", l.dir, offset, err)
+		return false, fmt.Errorf("truncate leader epochs of %s from %d: %w", l.dir, offset, err)
 	}
-	return offset, nil
+	return segs[n].base < offset, nil
 }
