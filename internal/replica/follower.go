@@ -34,6 +34,10 @@ type FollowerState struct {
 	LeaderEpoch int32
 	LogEnd      int64
 	LogStart    int64
+	// DurableLogStart is the log start a crash now would leave (below
+	// LogStart while a raised one waits for its checkpoint): what the
+	// leader is told, so that DeleteRecords counts only durable starts.
+	DurableLogStart int64
 	// LatestEpoch is the newest epoch in the local leader epoch cache
 	// (-1 if none), what the fetcher asks the leader about.
 	LatestEpoch int32
@@ -64,12 +68,13 @@ func (p *Partition) FollowerState() (FollowerState, error) {
 		latest = -1
 	}
 	return FollowerState{
-		LeaderID:    st.LeaderID,
-		LeaderEpoch: st.LeaderEpoch,
-		LogEnd:      p.log.LogEndOffset(),
-		LogStart:    p.log.LogStartOffset(),
-		LatestEpoch: latest,
-		CannotWrite: p.log.Writable(),
+		LeaderID:        st.LeaderID,
+		LeaderEpoch:     st.LeaderEpoch,
+		LogEnd:          p.log.LogEndOffset(),
+		LogStart:        p.log.LogStartOffset(),
+		DurableLogStart: p.log.DurableLogStartOffset(),
+		LatestEpoch:     latest,
+		CannotWrite:     p.log.Writable(),
 	}, nil
 }
 
@@ -163,8 +168,9 @@ func (p *Partition) UpdateFollowerLogStart(leaderEpoch int32, leaderLogStart int
 	p.mu.Lock()
 	hw := p.hw
 	p.mu.Unlock()
-	if leaderLogStart <= p.log.LogStartOffset() || leaderLogStart > hw {
-		return nil
+	start := p.log.LogStartOffset()
+	if leaderLogStart > hw || leaderLogStart <= start && p.log.DurableLogStartOffset() >= start {
+		return nil // nothing to raise, or to make durable (an earlier checkpoint failed)
 	}
 	if _, err := p.log.DeleteRecordsBefore(leaderLogStart); err != nil {
 		return fmt.Errorf("partition %s-%d: follow leader log start %d: %w", p.tp.Topic, p.tp.Partition, leaderLogStart, err)

@@ -170,7 +170,7 @@ func (f *fetcher) buildFetch(parts []*partition, budget int64, due time.Time) (*
 		// Divergence is found through OffsetForLeaderEpoch before
 		// fetching, not through the fetch's diverging epoch (KIP-595).
 		rp.LastFetchedEpoch = -1
-		rp.LogStartOffset = fs.LogStart
+		rp.LogStartOffset = fs.DurableLogStart
 		rp.PartitionMaxBytes = maxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		sent = append(sent, sentPartition{p: p, offset: fs.LogEnd, noData: fs.CannotWrite != nil})
@@ -244,7 +244,7 @@ func (f *fetcher) applyData(s *sentPartition, rp *kmsg.FetchResponseTopicPartiti
 	if err := p.r.UpdateFollowerHW(p.epoch, rp.HighWatermark); err != nil {
 		return f.replicaFailed(p, fmt.Errorf("follow high watermark %d: %w", rp.HighWatermark, err), false)
 	}
-	if rp.LogStartOffset > fs.LogStart {
+	if rp.LogStartOffset > fs.LogStart || fs.DurableLogStart < fs.LogStart {
 		if err := p.r.UpdateFollowerLogStart(p.epoch, rp.LogStartOffset); err != nil {
 			return f.replicaFailed(p, err, false)
 		}

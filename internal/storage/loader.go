@@ -28,6 +28,7 @@ func (l *Log) load(recoveryPoint, logStart int64, clean bool) error {
 		}
 		l.setSegments([]*segment{seg})
 		l.logStart.Store(seg.base)
+		l.durableStart.Store(seg.base)
 		l.logEnd.Store(seg.base)
 		l.recoveryPoint.Store(seg.base)
 		return nil
@@ -135,6 +136,7 @@ func (l *Log) load(recoveryPoint, logStart int64, clean bool) error {
 	}
 	l.setSegments(segs)
 	l.logStart.Store(logStart)
+	l.durableStart.Store(logStart)
 	l.logEnd.Store(leo)
 	if clean {
 		l.recoveryPoint.Store(leo)

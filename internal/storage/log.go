@@ -143,9 +143,14 @@ type Log struct {
 	unflushedMsgs  int64
 	firstUnflushed time.Time // wall clock of the oldest unflushed append
 
-	epochs        *leaderepoch.Cache
-	segs          atomic.Pointer[[]*segment] // sorted by base offset; never mutated in place
-	logStart      atomic.Int64
+	epochs   *leaderepoch.Cache
+	segs     atomic.Pointer[[]*segment] // sorted by base offset; never mutated in place
+	logStart atomic.Int64
+	// durableStart is the highest log start a crash would keep: from the
+	// files (a segment's base) or a checkpoint written after it was
+	// raised. A DeleteRecords inside a segment raises logStart first and
+	// this once the checkpoint is written (DeleteRecordsBefore).
+	durableStart  atomic.Int64
 	logEnd        atomic.Int64
 	recoveryPoint atomic.Int64
 	// highWatermark is the replica's high watermark as the replica layer
@@ -279,8 +284,26 @@ func floorSegment(segs []*segment, offset int64) int {
 }
 
 func (l *Log) LogStartOffset() int64 { return l.logStart.Load() }
-func (l *Log) LogEndOffset() int64   { return l.logEnd.Load() }
-func (l *Log) RecoveryPoint() int64  { return l.recoveryPoint.Load() }
+
+// DurableLogStartOffset is the log start a crash now would leave: below
+// LogStartOffset while a raise inside a segment waits for its checkpoint
+// (or its write failed). What a follower tells its leader, so that the
+// leader's low watermark (DeleteRecords) counts only durable starts.
+func (l *Log) DurableLogStartOffset() int64 {
+	return min(l.logStart.Load(), l.durableStart.Load())
+}
+
+// startDurable notes that the log start v is on disk.
+func (l *Log) startDurable(v int64) {
+	for {
+		cur := l.durableStart.Load()
+		if v <= cur || l.durableStart.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+func (l *Log) LogEndOffset() int64  { return l.logEnd.Load() }
+func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint.Load() }
 
 // HighWatermark is the high watermark last set (or loaded from the
 // replication-offset-checkpoint at start; 0 if none).

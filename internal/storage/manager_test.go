@@ -332,6 +332,55 @@ func TestManagerDeleteRecordsSurvivesCrash(t *testing.T) {
 	}
 }
 
+// TestDurableLogStart: a start raised inside a segment counts as durable
+// (DurableLogStartOffset, what a follower reports) only once its
+// checkpoint is written; a failed write leaves it raised but not durable,
+// and a later call for the same start writes it again. A start at a
+// segment's base needs no write.
+func TestDurableLogStart(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 1024
+	m, err := OpenManager(ManagerConfig{Dirs: []string{t.TempDir()}, Defaults: cfg}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, err := m.GetOrCreate(TopicPartition{"durable", 0}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 40 {
+		mustAppend(t, l, makeBatch(t, 1, 10, 1, "value of some length to roll segments"), 0)
+	}
+	segs := l.segments()
+	if len(segs) < 3 {
+		t.Fatalf("%d segments, want 3 or more", len(segs))
+	}
+	written := l.syncStart
+	l.syncStart = func() error { return errors.New("injected checkpoint failure") }
+	inside := segs[1].base + 1
+	if _, err := l.DeleteRecordsBefore(inside); err == nil {
+		t.Fatal("DeleteRecordsBefore with a failing checkpoint: no error")
+	}
+	if l.LogStartOffset() != inside || l.DurableLogStartOffset() != 0 {
+		t.Fatalf("after a failed checkpoint: start %d durable %d, want %d and 0", l.LogStartOffset(), l.DurableLogStartOffset(), inside)
+	}
+	l.syncStart = written
+	if start, err := l.DeleteRecordsBefore(inside - 1); err != nil || start != inside {
+		t.Fatalf("DeleteRecordsBefore again: %d, %v", start, err)
+	}
+	if got := l.DurableLogStartOffset(); got != inside {
+		t.Fatalf("durable start %d after the checkpoint, want %d", got, inside)
+	}
+	l.syncStart = func() error { t.Error("a checkpoint for a start at a segment's base"); return nil }
+	if _, err := l.DeleteRecordsBefore(segs[2].base); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.DurableLogStartOffset(); got != segs[2].base {
+		t.Fatalf("durable start %d, want the segment base %d", got, segs[2].base)
+	}
+}
+
 // TestManagerRefusesDuplicatePartitionDirs: one partition in two log dirs
 // is ambiguous (which copy is current?); like Kafka, refuse to start and
 // name both directories instead of silently keeping one.

@@ -52,6 +52,7 @@ func (l *Log) EnforceRetention(now time.Time) (int, error) {
 	newStart := segs[n].base
 	if newStart > l.logStart.Load() {
 		l.logStart.Store(newStart)
+		l.startDurable(newStart) // a segment's base: the files say it
 	}
 	l.setSegments(append([]*segment(nil), segs[n:]...))
 	l.scheduleDeletes(segs[:n], cfg)

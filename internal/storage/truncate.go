@@ -166,6 +166,7 @@ func (l *Log) truncateFullyLocked(offset int64, cfg Config) error {
 		return err
 	}
 	l.logStart.Store(offset)
+	l.durableStart.Store(offset) // the new segment's base
 	l.setSegments([]*segment{seg})
 	l.logEnd.Store(offset)
 	l.scheduleRenamed(old, cfg)
@@ -221,31 +222,37 @@ func (s *segment) restoreAppendState() error {
 // back the deleted records, and a replica that had said its start was
 // past them could serve them again once it led.
 func (l *Log) DeleteRecordsBefore(offset int64) (newLogStart int64, err error) {
-	inside, err := l.deleteRecordsBefore(offset)
+	start, inside, err := l.deleteRecordsBefore(offset)
 	if err != nil || !inside || l.syncStart == nil {
-		return max(offset, l.logStart.Load()), err
+		if err == nil && l.syncStart == nil {
+			l.startDurable(start) // a log of its own: nothing to write
+		}
+		return start, err
 	}
 	if err := l.syncStart(); err != nil {
-		return offset, fmt.Errorf("make log start %d of %s durable: %w", offset, l.dir, err)
+		return start, fmt.Errorf("make log start %d of %s durable: %w", start, l.dir, err)
 	}
-	return offset, nil
+	l.startDurable(start)
+	return start, nil
 }
 
-// deleteRecordsBefore raises the log start; inside reports whether it now
-// lies inside a segment (past the first remaining segment's base).
-func (l *Log) deleteRecordsBefore(offset int64) (inside bool, err error) {
+// deleteRecordsBefore raises the log start and returns it; inside reports
+// whether it is not yet durable: inside a segment (past the first
+// remaining segment's base) and above the durable start. A start raised
+// to a segment's base is durable at once.
+func (l *Log) deleteRecordsBefore(offset int64) (start int64, inside bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return false, ErrClosed
+		return 0, false, ErrClosed
 	}
 	if offset > l.logEnd.Load() {
-		return false, fmt.Errorf("delete records before %d past log end %d: %w", offset, l.logEnd.Load(), ErrOffsetOutOfRange)
+		return 0, false, fmt.Errorf("delete records before %d past log end %d: %w", offset, l.logEnd.Load(), ErrOffsetOutOfRange)
 	}
 	if start := l.logStart.Load(); offset <= start {
-		// Raised already, perhaps by a call still making it durable:
-		// this one waits for that too.
-		return l.segments()[0].base < start, nil
+		// Raised already, perhaps by a call whose checkpoint failed or
+		// is still being written: this one waits for (or retries) it.
+		return start, l.DurableLogStartOffset() < start, nil
 	}
 	l.logStart.Store(offset)
 	segs := l.segments()
@@ -258,7 +265,11 @@ func (l *Log) deleteRecordsBefore(offset int64) (inside bool, err error) {
 		l.scheduleDeletes(segs[:n], l.config())
 	}
 	if err := l.epochs.TruncateFromStart(offset); err != nil {
-		return false, fmt.Errorf("truncate leader epochs of %s from %d: %w", l.dir, offset, err)
+		return offset, false, fmt.Errorf("truncate leader epochs of %s from %d: %w", l.dir, offset, err)
 	}
-	return segs[n].base < offset, nil
+	if segs[n].base == offset {
+		l.startDurable(offset)
+		return offset, false, nil
+	}
+	return offset, true, nil
 }
