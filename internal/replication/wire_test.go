@@ -258,19 +258,28 @@ func TestWireClientNegotiatesVersions(t *testing.T) {
 // the leader holds it, and closes the connection.
 func TestWireClientCancel(t *testing.T) {
 	hold := make(chan struct{})
-	t.Cleanup(func() { close(hold) })
+	held := make(chan struct{}, 1)
 	p := startWirePeer(t, func(key kmsg.Key, _ int16, _ int32) ([]byte, bool) {
 		if key == kmsg.Fetch {
+			held <- struct{}{}
 			<-hold // never answers
 		}
 		return nil, false
 	})
+	// Registered after the peer's cleanup, so it runs first: the peer
+	// waits for its connections, one of which is held here.
+	t.Cleanup(func() { close(hold) })
 	c := wireClientTo(t, p.ln.Addr().String())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	req := fetchReq()
 	req.MaxWaitMillis = int32(time.Hour.Milliseconds())
 	go func() { _, err := c.Fetch(ctx, req); done <- err }()
+	select {
+	case <-held: // the leader holds the fetch: cancel now
+	case <-time.After(30 * time.Second):
+		t.Fatal("the fetch never reached the leader")
+	}
 	cancel()
 	select {
 	case err := <-done:
