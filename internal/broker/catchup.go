@@ -199,7 +199,7 @@ func (b *Broker) awaitCommitted(ctx context.Context) bool {
 	// ones are not waited for.
 	target := int64(-1)
 	for {
-		imageChanged := b.meta.Changes()
+		imageChanged, logGrown := b.meta.Changes(), b.meta.LogGrown()
 		reconciled, reconciledMore := b.reconciled.next()
 		if target < 0 && b.meta.CaughtUpTo(commit) {
 			target = int64(b.meta.Image().Index())
@@ -213,6 +213,7 @@ func (b *Broker) awaitCommitted(ctx context.Context) bool {
 				slog.Uint64("image", b.meta.Image().Index()), slog.Int64("reconciled", reconciled))
 			return false
 		case <-imageChanged:
+		case <-logGrown: // the entries up to commit may all be here now
 		case <-reconciledMore:
 		}
 	}

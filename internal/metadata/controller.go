@@ -171,6 +171,7 @@ type Controller struct {
 	transport *raft.NetworkTransport
 	streams   *streamLayer // the transport's, nil on a bare TCP transport
 	store     *raftboltdb.BoltStore
+	logs      *grownLogStore // store as Raft's log store
 
 	stop      context.CancelFunc
 	bg        sync.WaitGroup
@@ -324,7 +325,8 @@ func (c *Controller) start() error {
 	// Raft reads its requests through commitBound (raftcommit.go); it
 	// closes the wrapper, and the transport with it, when it shuts down.
 	bound := newCommitBound(transport)
-	r, err := raft.NewRaft(rc, c.fsm, store, store, snaps, bound)
+	c.logs = newGrownLogStore(store)
+	r, err := raft.NewRaft(rc, c.fsm, c.logs, store, snaps, bound)
 	if err != nil {
 		bound.Close()
 		return fmt.Errorf("start raft: %w", err)
@@ -451,6 +453,11 @@ func (c *Controller) Image() *Image { return c.fsm.current() }
 // missing any: ch := c.Changes(); im := c.Image(); use im; <-ch; repeat.
 // Rejected commands do not close it.
 func (c *Controller) Changes() <-chan struct{} { return c.fsm.changes() }
+
+// LogGrown returns a channel closed when entries are next stored in this
+// node's Raft log, for a waiter on CaughtUpTo: it can turn true without
+// an image change, when the entries still missing were not commands.
+func (c *Controller) LogGrown() <-chan struct{} { return c.logs.next() }
 
 // IsLeader reports whether this node is the Raft leader (the controller).
 func (c *Controller) IsLeader() bool { return c.raft.State() == raft.Leader }

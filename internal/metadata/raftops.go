@@ -150,7 +150,10 @@ func (c *Controller) CaughtUpTo(index uint64) bool {
 	if c.Image().Index() >= index {
 		return true
 	}
-	return c.raft.LastIndex() >= index && c.fsmCaughtUp(index)
+	// The store's last index, not raft's: raft raises its own after the
+	// store returns, and LogGrown wakes waiters in between.
+	last, err := c.store.LastIndex()
+	return err == nil && last >= index && c.fsmCaughtUp(index)
 }
 
 // timeoutOf converts ctx's deadline into the enqueue timeout raft wants
