@@ -19,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weir-project/weir/internal/coalesce"
 	"github.com/weir-project/weir/internal/config"
 	"github.com/weir-project/weir/internal/controller"
 	"github.com/weir-project/weir/internal/ctrlclient"
@@ -154,7 +155,7 @@ type Broker struct {
 	// answers UNKNOWN_TOPIC_OR_PARTITION for it.
 	reconciled reconciledIndex
 	// probe reads the active controller's commit index (catchup.go).
-	probe       *commitProbe
+	probe       *coalesce.Runner[uint64]        // the active controller's commit index (catchup.go)
 	retry       map[storage.TopicPartition]bool // partitions whose last reconciliation failed
 	unknownLogs map[storage.TopicPartition]bool // warned about once
 }
@@ -270,7 +271,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	defer b.ctrl.Close()
-	b.probe = &commitProbe{ask: b.askCommitIndex}
+	b.probe = coalesce.New(b.probeCommitIndex)
 	b.producerIDs = txn.NewProducerIDs(producerIDSource{b}, txn.DefaultBlockSize)
 	replCfg := opts.Replication
 	replCfg.Observer = b.replicationObserver()

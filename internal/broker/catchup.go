@@ -80,63 +80,13 @@ func (r *reconciledIndex) next() (int64, <-chan struct{}) {
 	return r.v, r.changed
 }
 
-// commitProbe asks the active controller for its commit index, coalescing
-// concurrent callers.
-type commitProbe struct {
-	ask func(context.Context) (uint64, error)
-
-	mu      sync.Mutex
-	pending *probeCall // the next probe to start; callers join it
-	running bool
-}
-
-type probeCall struct {
-	done    chan struct{}
-	callers int // joined so far; read by tests
-	commit  uint64
-	err     error
-}
-
-// get returns a commit index read after the call began.
-func (p *commitProbe) get(ctx context.Context) (uint64, error) {
-	p.mu.Lock()
-	if p.pending == nil {
-		p.pending = &probeCall{done: make(chan struct{})}
-	}
-	call := p.pending
-	call.callers++
-	if !p.running {
-		p.running = true
-		go p.run()
-	}
-	p.mu.Unlock()
-	select {
-	case <-call.done:
-		return call.commit, call.err
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-}
-
-// run serves the pending calls one probe at a time; callers that arrive
-// during a probe wait for the next.
-func (p *commitProbe) run() {
-	for {
-		p.mu.Lock()
-		call := p.pending
-		p.pending = nil
-		if call == nil {
-			p.running = false
-			p.mu.Unlock()
-			return
-		}
-		p.mu.Unlock()
-		// Not a caller's context: the probe is shared.
-		ctx, cancel := context.WithTimeout(context.Background(), catchUpMax)
-		call.commit, call.err = p.ask(ctx)
-		cancel()
-		close(call.done)
-	}
+// probeCommitIndex is one probe of b.probe, which callers share
+// (package coalesce: each gets a probe begun after it asked); bounded by
+// catchUpMax, its own, not a caller's: the probe is shared.
+func (b *Broker) probeCommitIndex() (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), catchUpMax)
+	defer cancel()
+	return b.askCommitIndex(ctx)
 }
 
 // askCommitIndex is the active controller's commit index: its own if this
@@ -190,7 +140,7 @@ func (b *Broker) awaitCommitted(ctx context.Context) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, catchUpMax)
 	defer cancel()
-	commit, err := b.probe.get(ctx)
+	commit, err := b.probe.Do(ctx)
 	if err != nil {
 		b.log.Debug("no commit index to catch up with", slog.Any("err", err))
 		return false

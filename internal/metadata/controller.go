@@ -200,7 +200,7 @@ type Controller struct {
 	push chan struct{}
 
 	// checks coalesces VerifyLeader's barriers (verifyleader.go).
-	checks *coalesce.Runner
+	checks *coalesce.Runner[struct{}]
 }
 
 // boltLockTimeout bounds the wait for raft.db's file lock, so a second
@@ -233,7 +233,7 @@ func Open(cfg Config) (*Controller, error) {
 		sweep:     make(chan struct{}, 1),
 		push:      make(chan struct{}, 1),
 	}
-	c.checks = coalesce.New(c.commitBarrier)
+	c.checks = coalesce.NewErr(c.commitBarrier)
 	if err := c.start(); err != nil {
 		c.release()
 		return nil, err

@@ -31,7 +31,8 @@ func (c *Controller) VerifyLeader(ctx context.Context) error {
 	if err := c.checkLeader(); err != nil {
 		return err
 	}
-	return c.checks.Do(ctx)
+	_, err := c.checks.Do(ctx)
+	return err
 }
 
 // checkTimeout bounds one barrier. A leader that cannot reach a quorum

@@ -119,7 +119,7 @@ type Manager struct {
 	// startSync writes the checkpoints for logs whose start offset was
 	// raised inside a segment (Log.DeleteRecordsBefore), one write for
 	// the callers that ask together.
-	startSync *coalesce.Runner
+	startSync *coalesce.Runner[struct{}]
 
 	files *fileCache // segment descriptors of every log
 	// flushSlots bounds the roll flushes of all logs running at once
@@ -160,7 +160,7 @@ func OpenManager(cfg ManagerConfig, logger *slog.Logger) (*Manager, error) {
 	m := &Manager{cfg: cfg, logger: logger, logs: make(map[TopicPartition]managedLog),
 		opening: make(map[TopicPartition]chan struct{}), perDir: make([]int, len(cfg.Dirs)), files: newFileCache(files),
 		flushSlots: make(chan struct{}, rollFlushSlots), syncFS: shutdownSyncer()}
-	m.startSync = coalesce.New(m.Checkpoint)
+	m.startSync = coalesce.NewErr(m.Checkpoint)
 	if err := m.loadAll(); err != nil {
 		return nil, err
 	}
@@ -312,7 +312,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 // once, and the test hook.
 func (m *Manager) adopt(l *Log) {
 	l.onStartLowered = m.checkpointAfterTruncation
-	l.syncStart = func() error { return m.startSync.Do(context.Background()) }
+	l.syncStart = func() error { _, err := m.startSync.Do(context.Background()); return err }
 	l.flushObserver = m.cfg.FlushObserver
 	l.flushSlots = m.flushSlots
 	l.beforeRollFlush = m.cfg.BeforeRollFlush
