@@ -63,7 +63,7 @@ func (m *Manager) Ensure(tp storage.TopicPartition, cfg storage.Config, s State)
 	m.mu.Lock()
 	m.awaitOpeningLocked(tp)
 	p := m.parts[tp]
-	if id := p.topicID(); p != nil && id != s.TopicID && id != ([16]byte{}) && s.TopicID != ([16]byte{}) {
+	if id := p.topicID(); id != s.TopicID && id != ([16]byte{}) && s.TopicID != ([16]byte{}) {
 		m.log().Warn("dropping the replica of an earlier incarnation of the topic",
 			slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition)))
 		delete(m.parts, tp)

@@ -284,6 +284,8 @@ func floorSegment(segs []*segment, offset int64) int {
 }
 
 func (l *Log) LogStartOffset() int64 { return l.logStart.Load() }
+func (l *Log) LogEndOffset() int64   { return l.logEnd.Load() }
+func (l *Log) RecoveryPoint() int64  { return l.recoveryPoint.Load() }
 
 // DurableLogStartOffset is the log start a crash now would leave: below
 // LogStartOffset while a raise inside a segment waits for its checkpoint
@@ -302,8 +304,6 @@ func (l *Log) startDurable(v int64) {
 		}
 	}
 }
-func (l *Log) LogEndOffset() int64  { return l.logEnd.Load() }
-func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint.Load() }
 
 // HighWatermark is the high watermark last set (or loaded from the
 // replication-offset-checkpoint at start; 0 if none).

@@ -161,26 +161,49 @@ func TestParseTopicPartition(t *testing.T) {
 	}
 }
 
+// managerWithLog opens a manager on mc and partition tp in it, with
+// batches records of one value tagged tag appended in epoch 0.
+func managerWithLog(t *testing.T, mc ManagerConfig, tp TopicPartition, batches int, tag string) (*Manager, *Log) {
+	t.Helper()
+	m, err := OpenManager(mc, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := m.GetOrCreate(tp, mc.Defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range batches {
+		mustAppend(t, l, makeBatch(t, 1, 10, 1, tag), 0)
+	}
+	return m, l
+}
+
+// reloaded opens mc again, as after a crash or restart, and returns tp's
+// log; the manager closes at the end of the test.
+func reloaded(t *testing.T, mc ManagerConfig, tp TopicPartition) *Log {
+	t.Helper()
+	m, err := OpenManager(mc, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	l := m.Get(tp)
+	if l == nil {
+		t.Fatalf("partition %v not loaded", tp)
+	}
+	return l
+}
+
 // A partition deleted and created again (the broker does this when a
 // topic id changes) must not inherit its former self's checkpointed
 // offsets: after a crash before the next periodic checkpoint, a stale log
 // start beyond the new log's end made recovery discard every new record.
 func TestManagerRecreatedPartitionSurvivesCrash(t *testing.T) {
-	dir := t.TempDir()
 	cfg := testConfig()
-	mc := ManagerConfig{Dirs: []string{dir}, Defaults: cfg}
-	m, err := OpenManager(mc, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
+	mc := ManagerConfig{Dirs: []string{t.TempDir()}, Defaults: cfg}
 	tp := TopicPartition{"again", 0}
-	old, err := m.GetOrCreate(tp, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 10 {
-		mustAppend(t, old, makeBatch(t, 1, 10, 1, "old"), 0)
-	}
+	m, old := managerWithLog(t, mc, tp, 10, "old")
 	if _, err := old.DeleteRecordsBefore(8); err != nil {
 		t.Fatal(err)
 	}
@@ -206,15 +229,7 @@ func TestManagerRecreatedPartitionSurvivesCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m2, err := OpenManager(mc, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m2.Close()
-	l2 := m2.Get(tp)
-	if l2 == nil {
-		t.Fatal("recreated partition not loaded")
-	}
+	l2 := reloaded(t, mc, tp)
 	if l2.LogStartOffset() != 0 || l2.LogEndOffset() != 3 {
 		t.Fatalf("recreated partition reloaded as [%d, %d), want [0, 3)", l2.LogStartOffset(), l2.LogEndOffset())
 	}
@@ -228,21 +243,9 @@ func TestManagerRecreatedPartitionSurvivesCrash(t *testing.T) {
 // periodic checkpoint applied the old, higher log start at load, past the
 // new log end, and recovery discarded every record written since.
 func TestManagerTruncationBelowLogStartSurvivesCrash(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig()
-	mc := ManagerConfig{Dirs: []string{dir}, Defaults: cfg}
-	m, err := OpenManager(mc, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
+	mc := ManagerConfig{Dirs: []string{t.TempDir()}, Defaults: testConfig()}
 	tp := TopicPartition{"follower", 0}
-	l, err := m.GetOrCreate(tp, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 10 {
-		mustAppend(t, l, makeBatch(t, 1, 10, 1, "old"), 0)
-	}
+	m, l := managerWithLog(t, mc, tp, 10, "old")
 	if _, err := l.DeleteRecordsBefore(8); err != nil {
 		t.Fatal(err)
 	}
@@ -266,15 +269,7 @@ func TestManagerTruncationBelowLogStartSurvivesCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m2, err := OpenManager(mc, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m2.Close()
-	l2 := m2.Get(tp)
-	if l2 == nil {
-		t.Fatal("partition not loaded")
-	}
+	l2 := reloaded(t, mc, tp)
 	if l2.LogStartOffset() != 5 || l2.LogEndOffset() != 7 {
 		t.Fatalf("reloaded as [%d, %d), want [5, 7)", l2.LogStartOffset(), l2.LogEndOffset())
 	}
@@ -289,21 +284,9 @@ func TestManagerTruncationBelowLogStartSurvivesCrash(t *testing.T) {
 // reported its start past them would then serve again as leader). A start
 // raised to a segment's base needs no checkpoint: the files say it.
 func TestManagerDeleteRecordsSurvivesCrash(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig()
-	mc := ManagerConfig{Dirs: []string{dir}, Defaults: cfg}
-	m, err := OpenManager(mc, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
+	mc := ManagerConfig{Dirs: []string{t.TempDir()}, Defaults: testConfig()}
 	tp := TopicPartition{"deleted", 0}
-	l, err := m.GetOrCreate(tp, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 10 {
-		mustAppend(t, l, makeBatch(t, 1, 10, 1, "v"), 0)
-	}
+	m, l := managerWithLog(t, mc, tp, 10, "v")
 	if err := m.Checkpoint(); err != nil { // log start 0 on disk
 		t.Fatal(err)
 	}
@@ -318,15 +301,7 @@ func TestManagerDeleteRecordsSurvivesCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m2, err := OpenManager(mc, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m2.Close()
-	l2 := m2.Get(tp)
-	if l2 == nil {
-		t.Fatal("partition not loaded")
-	}
+	l2 := reloaded(t, mc, tp)
 	if l2.LogStartOffset() != 6 || l2.LogEndOffset() != 10 {
 		t.Fatalf("reloaded as [%d, %d), want [6, 10): the deleted records came back", l2.LogStartOffset(), l2.LogEndOffset())
 	}
@@ -340,18 +315,9 @@ func TestManagerDeleteRecordsSurvivesCrash(t *testing.T) {
 func TestDurableLogStart(t *testing.T) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 1024
-	m, err := OpenManager(ManagerConfig{Dirs: []string{t.TempDir()}, Defaults: cfg}, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, l := managerWithLog(t, ManagerConfig{Dirs: []string{t.TempDir()}, Defaults: cfg}, TopicPartition{"durable", 0},
+		40, "value of some length to roll segments")
 	defer m.Close()
-	l, err := m.GetOrCreate(TopicPartition{"durable", 0}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 40 {
-		mustAppend(t, l, makeBatch(t, 1, 10, 1, "value of some length to roll segments"), 0)
-	}
 	segs := l.segments()
 	if len(segs) < 3 {
 		t.Fatalf("%d segments, want 3 or more", len(segs))

@@ -222,25 +222,24 @@ func (s *segment) restoreAppendState() error {
 // back the deleted records, and a replica that had said its start was
 // past them could serve them again once it led.
 func (l *Log) DeleteRecordsBefore(offset int64) (newLogStart int64, err error) {
-	start, inside, err := l.deleteRecordsBefore(offset)
-	if err != nil || !inside || l.syncStart == nil {
-		if err == nil && l.syncStart == nil {
-			l.startDurable(start) // a log of its own: nothing to write
-		}
+	start, pending, err := l.deleteRecordsBefore(offset)
+	if err != nil || !pending {
 		return start, err
 	}
-	if err := l.syncStart(); err != nil {
-		return start, fmt.Errorf("make log start %d of %s durable: %w", start, l.dir, err)
+	if l.syncStart != nil { // else a log of its own: nothing to write
+		if err := l.syncStart(); err != nil {
+			return start, fmt.Errorf("make log start %d of %s durable: %w", start, l.dir, err)
+		}
 	}
 	l.startDurable(start)
 	return start, nil
 }
 
-// deleteRecordsBefore raises the log start and returns it; inside reports
-// whether it is not yet durable: inside a segment (past the first
+// deleteRecordsBefore raises the log start and returns it; pending
+// reports whether it is not yet durable: inside a segment (past the first
 // remaining segment's base) and above the durable start. A start raised
 // to a segment's base is durable at once.
-func (l *Log) deleteRecordsBefore(offset int64) (start int64, inside bool, err error) {
+func (l *Log) deleteRecordsBefore(offset int64) (start int64, pending bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
