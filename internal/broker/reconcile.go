@@ -168,6 +168,11 @@ func (b *Broker) reconcile() map[storage.TopicPartition]error {
 		}
 	}
 	maps.Copy(failed, b.ensureReplicas(ensure))
+	if b.lastImage != nil && metadata.AliveChanged(b.lastImage, img) {
+		for _, p := range b.replicas.Leading() {
+			p.BrokersChanged()
+		}
+	}
 	if b.lastImage == nil {
 		b.sweepUnknownLogs(img, failed)
 	}
@@ -279,6 +284,7 @@ func (b *Broker) ensureReplica(t *metadata.Topic, p metadata.Partition) error {
 		PartitionEpoch: p.PartitionEpoch,
 		Replicas:       p.Replicas,
 		ISR:            p.ISR,
+		ELR:            p.ELR,
 		MinISR:         minISR,
 		TopicID:        t.ID,
 	})

@@ -135,3 +135,25 @@ func TestBrokerQueries(t *testing.T) {
 		t.Fatalf("under min ISR %v", under)
 	}
 }
+
+// TestAliveChanged: fencing or unfencing a broker changes the alive set;
+// a topic's creation does not.
+func TestAliveChanged(t *testing.T) {
+	c := newTestController(t, 2)
+	ctx := testCtx(t)
+	prev := c.Image()
+	if _, err := c.CreateTopic(ctx, CreateTopic{Name: "t", NumPartitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if AliveChanged(prev, c.Image()) {
+		t.Fatal("a topic's creation changed the alive brokers")
+	}
+	prev = c.Image()
+	b, _ := prev.Broker(2)
+	if err := c.FenceBroker(ctx, 2, b.Epoch); err != nil {
+		t.Fatal(err)
+	}
+	if !AliveChanged(prev, c.Image()) {
+		t.Fatal("fencing broker 2 did not change the alive brokers")
+	}
+}

@@ -84,3 +84,10 @@ func (im *Image) UnderReplicatedPartitions() []PartitionRef {
 func (im *Image) UnderMinISRPartitions(minISR func(*Topic) int) []PartitionRef {
 	return im.partitionsWhere(func(t *Topic, p *Partition) bool { return len(p.ISR) < minISR(t) })
 }
+
+// AliveChanged reports whether the set of alive brokers (registered and
+// not fenced) differs between two images: a leader's DeleteRecords may
+// then be complete, as it waits only for replicas on alive brokers.
+func AliveChanged(old, cur *Image) bool {
+	return !slices.EqualFunc(old.LiveBrokers(), cur.LiveBrokers(), func(a, b Broker) bool { return a.ID == b.ID })
+}

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/weir-project/weir/internal/storage"
 )
@@ -60,12 +61,26 @@ func (p *Partition) DeleteState(leaderEpoch int32, offset int64) (low int64, don
 	return low, low >= offset, nil
 }
 
+// BrokersChanged wakes the DeleteRecords waits of a leader whose view of
+// the alive brokers changed: a follower fenced outside the ISR and the
+// ELR is no longer waited for, though nothing of the partition changed.
+func (p *Partition) BrokersChanged() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notifyLocked(LowWatermark)
+}
+
 // lowWatermarkLocked is the least log start offset of the leader and of
-// the followers on live brokers (-1 for one that has not said yet).
+// the followers that could serve reads without fetching from it first
+// (-1 for one that has not said yet): those on live brokers, as in Kafka,
+// and, live or not, the members of the ISR and of the ELR, which may be
+// elected as they are. A replica outside both on a fenced broker joins
+// the ISR only once it reports this leader's log start
+// (maybeExpandISRLocked).
 func (p *Partition) lowWatermarkLocked() int64 {
 	low := p.log.LogStartOffset()
 	for id, fs := range p.followers {
-		if p.isr == nil || p.isr.Alive(id) {
+		if p.isr == nil || p.isr.Alive(id) || slices.Contains(p.st.ISR, id) || slices.Contains(p.st.ELR, id) {
 			low = min(low, fs.logStart)
 		}
 	}

@@ -2,15 +2,17 @@ package replica
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
 // TestDeleteRecordsWaitsForLiveReplicas: a deletion is complete once the
-// leader and every follower on a live broker report a log start at or
-// past its offset; a fenced broker's replica is not waited for; a
-// follower's report wakes the waiters; a lost leadership ends the wait.
+// leader and every follower on a live broker, or in the ISR or the ELR,
+// report a log start at or past its offset; a fenced broker's replica
+// outside both is not waited for; a follower's report wakes the waiters;
+// a lost leadership ends the wait.
 func TestDeleteRecordsWaitsForLiveReplicas(t *testing.T) {
-	p, _, props := leaderOf(t, []int32{1, 2, 3}, 1)
+	p, _, props := leaderOf(t, []int32{1, 2}, 1)
 	if _, err := p.AppendAsLeader(batch(t, 10), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +51,30 @@ func TestDeleteRecordsWaitsForLiveReplicas(t *testing.T) {
 	state(false, -1)
 	fetchFrom(3, 4)
 	state(false, 4)
+	w2 := NewWaiter()
+	defer w2.Done()
+	w2.Watch(p, LowWatermark)
 	props.dead = map[int32]bool{3: true}
+	p.BrokersChanged()
+	select {
+	case <-w2.C():
+	default:
+		t.Fatal("a change of the alive brokers did not wake the waiter")
+	}
 	state(true, 6) // a fenced broker's replica is not waited for
+	// ... unless it may be elected as it is: in the ELR, or in the ISR.
+	for _, in := range []func(*State){
+		func(s *State) { s.ELR = []int32{3} },
+		func(s *State) { s.ISR = []int32{1, 2, 3} },
+	} {
+		s := p.State()
+		in(&s)
+		s.PartitionEpoch++
+		if _, err := p.Update(s); err != nil {
+			t.Fatal(err)
+		}
+		state(false, 4)
+	}
 	props.dead = nil
 	fetchFrom(3, 6)
 	state(true, 6)
@@ -66,5 +90,35 @@ func TestDeleteRecordsWaitsForLiveReplicas(t *testing.T) {
 	}
 	if _, done, err := p.DeleteState(epoch, 10); !done || !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("after losing the leadership: done %v err %v, want ErrNotLeader", done, err)
+	}
+}
+
+// TestISRJoinWaitsForLogStart: a caught-up follower joins the ISR only
+// once its log start has reached the leader's. A follower back from a
+// fence was not waited for by DeleteRecords; elected before it took the
+// leader's start, it would serve deleted records again.
+func TestISRJoinWaitsForLogStart(t *testing.T) {
+	p, _, props := leaderOf(t, []int32{1, 2}, 1)
+	if _, err := p.AppendAsLeader(batch(t, 10), 1); err != nil {
+		t.Fatal(err)
+	}
+	fetchFrom := func(id int32, logStart int64) {
+		t.Helper()
+		if _, _, err := p.ReadForFollower(FollowerFetch{ReplicaID: id, CurrentLeaderEpoch: -1, FetchOffset: 10, LogStartOffset: logStart, MaxBytes: 1 << 20}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetchFrom(2, 0) // the high watermark reaches 10
+	if _, _, err := p.DeleteRecordsBefore(6); err != nil {
+		t.Fatal(err)
+	}
+	props.got = nil
+	fetchFrom(3, 0)
+	if len(props.got) != 0 {
+		t.Fatalf("follower 3, caught up with log start 0 against the leader's 6, proposed for the ISR: %v", props.got)
+	}
+	fetchFrom(3, 6)
+	if c := props.take(t); !slices.Equal(c.ISR, []int32{1, 2, 3}) {
+		t.Fatalf("proposal %v, want ISR [1 2 3]", c.ISR)
 	}
 }

@@ -211,12 +211,16 @@ func (p *Partition) recordFetchLocked(fs *follower, offset, leo int64) {
 
 // maybeExpandISRLocked proposes adding a follower that has caught up: its
 // log end has reached the high watermark and the start of this leader's
-// epoch (so it holds every record of earlier epochs the leader has).
+// epoch (so it holds every record of earlier epochs the leader has), and
+// its durable log start has reached the leader's (so records deleted by
+// DeleteRecords stay deleted if it is elected: a follower back from a
+// fence was not waited for, and takes the leader's start only from the
+// answer to the fetch that may have caught it up).
 func (p *Partition) maybeExpandISRLocked(fs *follower) {
 	if p.isr == nil || p.pendingISR != nil || slices.Contains(p.st.ISR, fs.id) {
 		return
 	}
-	if fs.leo < p.hw || fs.leo < p.epochStart {
+	if fs.leo < p.hw || fs.leo < p.epochStart || fs.logStart < p.log.LogStartOffset() {
 		return
 	}
 	if !p.isr.MayJoinISR(fs.id) {

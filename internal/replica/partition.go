@@ -88,8 +88,12 @@ type State struct {
 	PartitionEpoch int32
 	Replicas       []int32
 	ISR            []int32
-	MinISR         int
-	TopicID        [16]byte
+	// ELR is the eligible leader replicas (KIP-966): replicas that may
+	// be elected without fetching first, so DeleteRecords waits for them
+	// as for the ISR.
+	ELR     []int32
+	MinISR  int
+	TopicID [16]byte
 }
 
 // New wraps an open log as the replica on broker localID. The replica
@@ -151,7 +155,7 @@ func (p *Partition) Update(s State) (Transition, error) {
 	if s.MinISR < 1 {
 		s.MinISR = 1
 	}
-	s.Replicas, s.ISR = slices.Clone(s.Replicas), slices.Clone(s.ISR)
+	s.Replicas, s.ISR, s.ELR = slices.Clone(s.Replicas), slices.Clone(s.ISR), slices.Clone(s.ELR)
 	leader := s.LeaderID == p.localID && s.LeaderID >= 0
 
 	p.mu.Lock()
@@ -216,7 +220,7 @@ func (p *Partition) Update(s State) (Transition, error) {
 		}
 		p.advanceHWLocked()
 	}
-	if tr != Unchanged || !slices.Equal(prev.ISR, s.ISR) || prev.PartitionEpoch != s.PartitionEpoch {
+	if tr != Unchanged || !slices.Equal(prev.ISR, s.ISR) || !slices.Equal(prev.ELR, s.ELR) || prev.PartitionEpoch != s.PartitionEpoch {
 		p.notifyAllLocked()
 	}
 	return tr, nil
@@ -248,7 +252,7 @@ func (p *Partition) State() State {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.st
-	s.Replicas, s.ISR = slices.Clone(s.Replicas), slices.Clone(s.ISR)
+	s.Replicas, s.ISR, s.ELR = slices.Clone(s.Replicas), slices.Clone(s.ISR), slices.Clone(s.ELR)
 	return s
 }
 

@@ -42,18 +42,7 @@ func TestDeleteRecordsSurvivesFailover(t *testing.T) {
 
 	// 1. Followers live but not fetching: the deletion cannot complete.
 	proxies[leader-1].Hold(harness.BothWays)
-	req := kmsg.NewPtrDeleteRecordsRequest()
-	req.SetVersion(2)
-	req.TimeoutMillis = 1500
-	rt := kmsg.NewDeleteRecordsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
-	rp.Partition, rp.Offset = 0, 40
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	r, _ := c.Node(leader).Dial().Request(req)
-	got := r.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]
-	if got.ErrorCode != kerr.RequestTimedOut.Code || got.LowWatermark != -1 {
+	if got := deleteRecordsAt(t, c.Node(leader), topic, 40, 1500); got.ErrorCode != kerr.RequestTimedOut.Code || got.LowWatermark != -1 {
 		t.Fatalf("DeleteRecords with both followers' fetches held: %v, low watermark %d; want REQUEST_TIMED_OUT, -1",
 			kerr.ErrorForCode(got.ErrorCode), got.LowWatermark)
 	}
@@ -117,4 +106,68 @@ func checkLogStart(t *testing.T, c *harness.Cluster, topic string, leader int32,
 	if off != fmt.Sprint(start) {
 		t.Fatalf("leader %d: kcat's first record %q, want offset %d", leader, first, start)
 	}
+}
+
+// TestDeleteRecordsWaitsForEligibleReplicas: a replica that may be
+// elected as it is, without fetching first, is waited for even while its
+// broker is down. Replicas {1, 2, 3}, min.insync.replicas 3: node 2
+// stopped (SIGTERM, a clean shutdown) leaves the ISR {1, 3} below its
+// minimum, so node 2 holds every committed record and is an eligible
+// leader replica (KIP-966), electable once it is back. A DeleteRecords
+// sent meanwhile is answered REQUEST_TIMED_OUT: answered from the live
+// replicas alone, as Kafka does, node 2 could come back with its old log
+// start and be elected before its first fetch raised it. Once node 2 is
+// back and in sync, a deletion below 70 is answered; the leader is
+// killed -9, and the new leader's log starts at 70 or later.
+func TestDeleteRecordsWaitsForEligibleReplicas(t *testing.T) {
+	c := harness.StartCluster(t, 3, "auto.leader.rebalance.enable=false")
+	guardNodes(t, c)
+	const topic = "delete-records-elr"
+	createAssignedTopic(t, c, topic, [][]int32{{1, 2, 3}}, map[string]*string{"min.insync.replicas": kmsg.StringPtr("3")})
+	s := harness.StartAckStream(t, c, harness.StreamConfig{Topic: topic, Records: 100, Pace: time.Millisecond})
+	<-s.Done()
+	s.Finish()
+	waitSameLogs(t, c, topic, 0)
+
+	c.Node(2).Stop()
+	waitELR(t, c, topic, elrView{1, []int32{1, 3}, []int32{2}})
+	if got := deleteRecordsAt(t, c.Node(1), topic, 40, 1500); got.ErrorCode != kerr.RequestTimedOut.Code || got.LowWatermark != -1 {
+		t.Fatalf("DeleteRecords with node 2 eligible and down: %v, low watermark %d; want REQUEST_TIMED_OUT, -1",
+			kerr.ErrorForCode(got.ErrorCode), got.LowWatermark)
+	}
+
+	c.Node(2).Restart()
+	waitELR(t, c, topic, elrView{1, []int32{1, 2, 3}, []int32{}})
+	adm := kadm.NewClient(c.Client())
+	offsets := kadm.Offsets{}
+	offsets.AddOffset(topic, 0, 70, -1)
+	dr, err := adm.DeleteRecords(harness.Ctx(t, opTimeout), offsets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := dr.Lookup(topic, 0); !ok || d.Err != nil || d.LowWatermark < 70 {
+		t.Fatalf("DeleteRecords below 70: %+v (found %v)", d, ok)
+	}
+	c.Node(1).Kill()
+	st := waitSeenBy(t, c, otherNodes(3, 1), topic, 0, 2*time.Minute, "a new leader", func(st harness.PartitionState) bool {
+		return st.Leader > 1
+	})
+	checkLogStart(t, c, topic, st.Leader, 70)
+}
+
+// deleteRecordsAt sends a DeleteRecords of partition 0 of topic below
+// offset to node b itself, with the given timeout, and returns its answer.
+func deleteRecordsAt(t *testing.T, b *harness.Broker, topic string, offset int64, timeoutMillis int32) kmsg.DeleteRecordsResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	req.SetVersion(2)
+	req.TimeoutMillis = timeoutMillis
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	r, _ := b.Dial().Request(req)
+	return r.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]
 }
