@@ -82,6 +82,15 @@ type checker struct {
 	leaders map[tpEpoch]leaderWord
 	split   map[tpEpoch]bool
 
+	// deleted: per partition, the highest offset below which a
+	// DeleteRecords completed (ok); deleting: what that was when each
+	// process's pending log-start began; resurrected: the partitions
+	// whose final read was found below it.
+	deleted     map[tp]int64
+	deleting    map[string]map[tp]int64
+	resurrected map[tp]bool
+	deletes     int
+
 	faults    []FaultWindow
 	open      map[string]int // proc+fault -> index in faults
 	errors    []string
@@ -104,6 +113,10 @@ func Check(ops []Op) *Result {
 		open:      map[string]int{},
 		leaders:   map[tpEpoch]leaderWord{},
 		split:     map[tpEpoch]bool{},
+
+		deleted:     map[tp]int64{},
+		deleting:    map[string]map[tp]int64{},
+		resurrected: map[tp]bool{},
 	}
 	for i := range ops {
 		c.op(&ops[i])
@@ -163,6 +176,14 @@ func (c *checker) op(op *Op) {
 		c.fault(op)
 	case FLeader:
 		c.leader(op)
+	case FDelete:
+		if op.Type == TOK {
+			at := tp{op.Topic, op.Partition}
+			c.deleted[at] = max(c.deleted[at], op.Offset)
+			c.deletes++
+		}
+	case FLogStart:
+		c.logStart(op)
 	case FResources:
 		c.resources = append(c.resources, NodeResources{Node: op.Node, PeakRSS: op.RSS, PeakFDs: op.FDs})
 	}
@@ -268,6 +289,12 @@ func (c *checker) poll(op *Op) {
 			s.readers++
 		}
 		c.observe(at, r.O, r.V, op.T, op.Proc, "read")
+		if op.Proc == "final" && r.O < c.deleted[at] && !c.resurrected[at] {
+			// The final read begins after every deletion completed.
+			c.resurrected[at] = true
+			c.anomaly(Anomaly{Kind: KResurrected, Topic: op.Topic, Partition: r.P, Offset: r.O, Value: r.V, T: op.T, Proc: op.Proc,
+				Detail: fmt.Sprintf("the final read returned offset %d, below %d, where a DeleteRecords had completed", r.O, c.deleted[at])})
+		}
 		if m, ok := c.maxRead[at]; !ok || r.O > m {
 			c.maxRead[at] = r.O
 		}
@@ -311,6 +338,33 @@ func (c *checker) firstRead(op *Op, at tp, o int64) {
 	if o < floor {
 		c.anomaly(Anomaly{Kind: KStaleCommitRead, Topic: at.topic, Partition: at.p, Offset: o, T: op.T, Proc: op.Proc,
 			Detail: fmt.Sprintf("%s, assigned the partition, began at offset %d, though a commit of %d had completed before", op.Proc, o, floor)})
+	}
+}
+
+// logStart checks the log starts a ListOffsets (earliest) answered
+// against the deletions completed before it began.
+func (c *checker) logStart(op *Op) {
+	switch op.Type {
+	case TInvoke:
+		snap := map[tp]int64{}
+		for at, o := range c.deleted {
+			if at.topic == op.Topic {
+				snap[at] = o
+			}
+		}
+		c.deleting[op.Proc] = snap
+	case TOK:
+		snap := c.deleting[op.Proc]
+		delete(c.deleting, op.Proc)
+		for _, p := range sortedKeys(op.Offsets) {
+			at := tp{op.Topic, p}
+			if o := op.Offsets[p]; o < snap[at] {
+				c.anomaly(Anomaly{Kind: KResurrected, Topic: op.Topic, Partition: p, Offset: o, T: op.T, Proc: op.Proc,
+					Detail: fmt.Sprintf("log start %d, below %d, where a DeleteRecords had completed before this ListOffsets began", o, snap[at])})
+			}
+		}
+	default:
+		delete(c.deleting, op.Proc)
 	}
 }
 
@@ -383,7 +437,7 @@ func (c *checker) judge() *Result {
 	c.lostAndUnseen()
 	c.sendOrder()
 	c.pollOrder()
-	res := &Result{Meta: c.meta, Ops: c.ops, Duration: c.lastT, Polls: c.polls, Commits: c.commits, Errors: c.errors,
+	res := &Result{Meta: c.meta, Ops: c.ops, Duration: c.lastT, Polls: c.polls, Commits: c.commits, Deletes: c.deletes, Errors: c.errors,
 		Resources: c.resources}
 	for _, name := range c.topicOrder() {
 		t := c.topics[name]

@@ -442,3 +442,41 @@ func TestRecoveryNeverOrUnseen(t *testing.T) {
 		t.Errorf("secs(unseen) = %q", got)
 	}
 }
+
+// deletesHist: partition 0 holds offsets 0..2, read by a1; a DeleteRecords
+// below 2 completes. A log-start begun before it completed may answer 0;
+// one begun after must answer 2 or more; a deletion that ended in info
+// constrains nothing.
+func deletesHist() *hist {
+	h := newHist()
+	h.sent("p1", 0, 0, 0).sent("p1", 1, 0, 1).sent("p1", 2, 0, 2)
+	h.poll("a1", rec(0, 0, "p1", 0), rec(0, 1, "p1", 1), rec(0, 2, "p1", 2))
+	h.add(Op{F: FLogStart, Type: TInvoke, Proc: "d", Topic: topicA})
+	h.add(Op{F: FDelete, Type: TInvoke, Proc: "d2", Topic: topicA, Partition: 0, Offset: 2})
+	h.add(Op{F: FDelete, Type: TOK, Proc: "d2", Topic: topicA, Partition: 0, Offset: 2})
+	h.add(Op{F: FLogStart, Type: TOK, Proc: "d", Topic: topicA, Offsets: map[int32]int64{0: 0, 1: 0}})
+	h.add(Op{F: FDelete, Type: TInvoke, Proc: "d", Topic: topicA, Partition: 0, Offset: 3})
+	h.add(Op{F: FDelete, Type: TInfo, Proc: "d", Topic: topicA, Partition: 0, Offset: 3, Err: "REQUEST_TIMED_OUT"})
+	h.add(Op{F: FLogStart, Type: TInvoke, Proc: "d", Topic: topicA})
+	h.add(Op{F: FLogStart, Type: TOK, Proc: "d", Topic: topicA, Offsets: map[int32]int64{0: 2, 1: 0}})
+	return h
+}
+
+func TestCheckDeletes(t *testing.T) {
+	h := deletesHist()
+	h.poll("final", rec(0, 2, "p1", 2))
+	if res := only(t, h, nil); res.Deletes != 1 {
+		t.Fatalf("deletes %d, want 1", res.Deletes)
+	}
+}
+
+func TestCheckResurrected(t *testing.T) {
+	h := deletesHist()
+	h.add(Op{F: FLogStart, Type: TInvoke, Proc: "d", Topic: topicA})
+	h.add(Op{F: FLogStart, Type: TOK, Proc: "d", Topic: topicA, Offsets: map[int32]int64{0: 1, 1: 0}})
+	h.poll("final", rec(0, 0, "p1", 0), rec(0, 1, "p1", 1), rec(0, 2, "p1", 2)) // counted once
+	res := only(t, h, map[string]int{KResurrected: 2})
+	if a := res.Topics[0].Anomalies; a[0].Offset != 1 || a[0].Proc != "d" || a[1].Offset != 0 || a[1].Proc != "final" {
+		t.Fatalf("anomalies %+v", a)
+	}
+}

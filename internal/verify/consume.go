@@ -61,10 +61,12 @@ func consumerOpts() []kgo.Opt {
 	}
 }
 
-// runAssigned reads every partition of topics from the start until ctx ends.
-func runAssigned(ctx context.Context, cl *kgo.Client, rec *Recorder, st *stats, proc string) {
+// runAssigned reads every partition of topics from the start until ctx
+// ends, telling read how far it has read the judged topic (the deleter
+// deletes only what every assigned consumer has read).
+func runAssigned(ctx context.Context, cl *kgo.Client, rec *Recorder, st *stats, proc, judged string, read *readProgress) {
 	for ctx.Err() == nil {
-		recordPolls(rec, st, proc, cl.PollFetches(ctx))
+		read.advance(proc, recordPolls(rec, st, proc, cl.PollFetches(ctx))[judged])
 	}
 }
 

@@ -20,6 +20,8 @@ const (
 	FMeta      = "meta"      // the first line: the run's description
 	FResources = "resources" // one node's peak memory and descriptors
 	FLeader    = "leader"    // a node's metadata named a partition's leader in a leader epoch (first time only)
+	FDelete    = "delete"    // DeleteRecords of one partition below an offset
+	FLogStart  = "log-start" // ListOffsets (earliest) of every partition of a topic
 )
 
 // Operation types (Op.Type). A process invokes an operation and later
@@ -38,7 +40,7 @@ const (
 // does not use are left out of its line.
 type Op struct {
 	T     float64 `json:"t"`    // seconds since the run started
-	Proc  string  `json:"proc"` // p1.. producers, a1.. assigned consumers, g1.. group members, final, nemesis
+	Proc  string  `json:"proc"` // p1.. producers, a1.. assigned consumers, g1.. group members, d the deleter, final, nemesis
 	Type  string  `json:"type"`
 	F     string  `json:"f"`
 	Topic string  `json:"topic,omitempty"`
@@ -51,7 +53,10 @@ type Op struct {
 	// poll
 	Records []Rec `json:"recs,omitempty"`
 
-	// commit (next offsets to read, by partition), rebalance (partitions now owned)
+	// delete: Partition, and Offset the offset below which records go.
+
+	// commit (next offsets to read, by partition), rebalance (partitions
+	// now owned), log-start (each partition's log start offset)
 	Group   string          `json:"group,omitempty"`
 	Offsets map[int32]int64 `json:"offsets,omitempty"`
 	Owned   []int32         `json:"owned,omitempty"`

@@ -62,6 +62,9 @@ type Options struct {
 	GroupMembers  int
 	Interval      time.Duration // from one fault's start to the next
 	FaultDuration time.Duration // how long each fault lasts before its heal
+	// DeleteInterval is how often the deleter deletes the head of a
+	// partition (default 5s; negative: never).
+	DeleteInterval time.Duration
 	// Overlap is how many faults may be in force at once (default 1: one
 	// at a time, each after the cluster recovered from the last).
 	Overlap int
@@ -96,6 +99,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Interval <= 0 {
 		o.Interval = 10 * time.Second
+	}
+	if o.DeleteInterval == 0 {
+		o.DeleteInterval = 5 * time.Second
 	}
 	if o.FaultDuration <= 0 {
 		o.FaultDuration = o.Interval / 2

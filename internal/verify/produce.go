@@ -15,6 +15,7 @@ import (
 type stats struct {
 	invoked, acked, failed atomic.Int64
 	polled, commits        atomic.Int64
+	deletes                atomic.Int64
 
 	mu   sync.Mutex
 	acks map[int32][]ackMark // acks=all topic (or the unsafe run's main topic)

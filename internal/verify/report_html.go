@@ -116,7 +116,7 @@ td.nz { background: #fbd5d5; font-weight: 600; }
 {{range $k := .Kinds}}<tr><td class="l">{{$k}}</td>{{range $.R.Topics}}{{$n := count . $k}}<td{{if $n}} class="nz"{{end}}>{{$n}}</td>{{end}}</tr>
 {{end}}<tr><td class="l">unseen (not a violation)</td>{{range .R.Topics}}<td>{{count . "unseen"}}</td>{{end}}</tr>
 </table>
-<p class="meta">{{.R.Polls}} polls, {{.R.Commits}} commits. Lost: acknowledged, never read, while later offsets of its partition were. Duplicate: one value at two offsets. Inconsistent offsets: one offset seen with two values. Unexpected: read, never sent. Unseen (not a violation): acknowledged, never read, nothing after it read.</p>
+<p class="meta">{{.R.Polls}} polls, {{.R.Commits}} commits, {{.R.Deletes}} deletes. Lost: acknowledged, never read, while later offsets of its partition were. Duplicate: one value at two offsets. Inconsistent offsets: one offset seen with two values. Unexpected: read, never sent. Resurrected: a log start, or the final read, below where a DeleteRecords completed before. Unseen (not a violation): acknowledged, never read, nothing after it read.</p>
 
 {{range $t := .R.Topics}}{{$l := listed $t}}{{if $l}}
 <h2>Anomalies on {{$t.Name}} (first {{len $l}})</h2>

@@ -33,9 +33,9 @@ func progress(ctx context.Context, o Options, start time.Time, n *nemesis) {
 		if now == "" {
 			now = "no fault"
 		}
-		fmt.Fprintf(o.Progress, "verify %4.0fs/%.0fs  sent %d  acked %d (%.0f/s)  failed %d  read %d  commits %d  | %s\n",
+		fmt.Fprintf(o.Progress, "verify %4.0fs/%.0fs  sent %d  acked %d (%.0f/s)  failed %d  read %d  commits %d  deletes %d  | %s\n",
 			time.Since(start).Seconds(), o.Duration.Seconds(), n.st.invoked.Load(), acked, rate,
-			n.st.failed.Load(), n.st.polled.Load(), n.st.commits.Load(), now)
+			n.st.failed.Load(), n.st.polled.Load(), n.st.commits.Load(), n.st.deletes.Load(), now)
 	}
 }
 
@@ -62,7 +62,7 @@ func WriteSummary(w io.Writer, res *Result) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "polls %d, commits %d\n", res.Polls, res.Commits)
+	fmt.Fprintf(w, "polls %d, commits %d, deletes %d\n", res.Polls, res.Commits, res.Deletes)
 
 	for _, t := range res.Topics {
 		shown := 0

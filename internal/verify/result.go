@@ -35,6 +35,11 @@ const (
 	// once in the metadata log; two mean the nodes' metadata diverged (a
 	// split brain), whatever the clients happened to notice.
 	KSplitLeader = "split-leader"
+	// KResurrected: records deleted by a DeleteRecords that had
+	// completed are readable again: a ListOffsets begun after it answered
+	// a lower log start, or the final read returned an offset below it.
+	// Not one of Jepsen's: its Kafka workload deletes nothing.
+	KResurrected = "resurrected"
 	// KUnseen is not a violation: acknowledged, never read, and nothing
 	// after it read either (the final read did not reach it).
 	KUnseen = "unseen"
@@ -42,7 +47,7 @@ const (
 
 // SafetyKinds are the anomalies that fail a run, in report order.
 var SafetyKinds = []string{KLost, KDuplicate, KInconsistent, KUnexpected,
-	KNonmonotonicSend, KNonmonotonicPoll, KPollSkip, KCommitBackwards, KStaleCommitRead, KSplitLeader}
+	KNonmonotonicSend, KNonmonotonicPoll, KPollSkip, KCommitBackwards, KStaleCommitRead, KSplitLeader, KResurrected}
 
 // maxListed bounds the anomalies kept per kind and topic (all are counted).
 const maxListed = 200
@@ -133,6 +138,7 @@ type Result struct {
 	Topics     []TopicResult  `json:"topics"`
 	Polls      int            `json:"polls"`
 	Commits    int            `json:"commits"`
+	Deletes    int            `json:"deletes"` // DeleteRecords completed
 	Faults     []FaultWindow  `json:"faults"`
 	Avail      []Availability `json:"availability"`
 	Baseline   float64        `json:"baseline"` // acknowledged sends per second outside faults

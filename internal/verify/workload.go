@@ -85,6 +85,7 @@ func startWorkload(ctx context.Context, o Options, e *env, topics []TopicInfo, r
 			return nil, err
 		}
 	}
+	read := newReadProgress(o.Assigned)
 	for i := range o.Assigned {
 		name := fmt.Sprintf("a%d", i+1)
 		cl, err := w.client(name, append(consumerOpts(), kgo.ConsumePartitions(allFromStart(topics)))...)
@@ -95,7 +96,21 @@ func startWorkload(ctx context.Context, o Options, e *env, topics []TopicInfo, r
 		w.consWG.Add(1)
 		go func() {
 			defer w.consWG.Done()
-			runAssigned(w.consCtx, cl, rec, st, name)
+			runAssigned(w.consCtx, cl, rec, st, name, main.Name, read)
+		}()
+	}
+	if o.Assigned > 0 && o.DeleteInterval > 0 {
+		cl, err := w.client("d")
+		if err != nil {
+			return nil, err
+		}
+		w.consumers = append(w.consumers, cl)
+		d := &deleter{topic: main, adm: kadm.NewClient(cl), rec: rec, st: st, read: read, every: o.DeleteInterval,
+			rng: rand.New(rand.NewPCG(uint64(o.Seed), 0xde1e7e)), deleted: map[int32]int64{}}
+		w.consWG.Add(1)
+		go func() {
+			defer w.consWG.Done()
+			d.run(w.consCtx)
 		}()
 	}
 	group := fmt.Sprintf("weir-verify-%d", o.Seed)

@@ -106,7 +106,8 @@ func counts(res *verify.Result, topic string) map[string]int {
 
 // TestVerifySafe: 75 seconds (or as long as one fault of each kind takes) of the seeded workload against three nodes
 // while a fault of every kind strikes in turn. Nothing acknowledged may
-// be lost, duplicated, moved or invented; the run itself must go cleanly
+// be lost, duplicated, moved or invented, nor anything deleted read
+// again (the deleter must have deleted); the run itself must go cleanly
 // (every fault applied and healed, the cluster healthy again after
 // each); and the report must render.
 func TestVerifySafe(t *testing.T) {
@@ -134,6 +135,9 @@ func TestVerifySafe(t *testing.T) {
 	}
 	if acked := res.Topics[0].Acked; acked < 1000 || res.Topics[0].AckedRead != acked {
 		t.Fatalf("%d acknowledged, %d of them read", acked, res.Topics[0].AckedRead)
+	}
+	if res.Deletes == 0 {
+		t.Fatalf("no DeleteRecords completed:\n%s", output)
 	}
 	for _, r := range res.Resources {
 		t.Logf("node %d: peak RSS %d MiB, peak descriptors %d", r.Node, r.PeakRSS>>20, r.PeakFDs)
