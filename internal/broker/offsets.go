@@ -26,6 +26,9 @@ const (
 // From v1, every copy of a partition named more than once is answered
 // INVALID_REQUEST, as Kafka does (ListOffsetsRequest.duplicatePartitions);
 // v0 answers each copy, as in Kafka, with at most one offset.
+//
+// Unlike Kafka, a leader out of its session (mayBeStale) answers a
+// consumer NOT_LEADER_OR_FOLLOWER, every version.
 func (b *Broker) handleListOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	img := b.meta.Image()
@@ -49,7 +52,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, req *kmsg.ListOffsetsReq
 			case topicErr != nil:
 				sp.ErrorCode = topicErr.Code
 			default:
-				b.listOffset(req.Version, storage.TopicPartition{Topic: topic.Name, Partition: rp.Partition}, rp, &sp)
+				b.listOffset(req.Version, req.ReplicaID, storage.TopicPartition{Topic: topic.Name, Partition: rp.Partition}, rp, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -58,7 +61,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, req *kmsg.ListOffsetsReq
 	return resp, nil
 }
 
-func (b *Broker) listOffset(version int16, tp storage.TopicPartition, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) {
+func (b *Broker) listOffset(version int16, replicaID int32, tp storage.TopicPartition, rp kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	p := b.replicas.Get(tp)
 	if p == nil {
 		sp.ErrorCode = b.missingPartitionCode(tp)
@@ -66,6 +69,15 @@ func (b *Broker) listOffset(version int16, tp storage.TopicPartition, rp kmsg.Li
 	}
 	if err := p.CheckLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {
 		sp.ErrorCode = errorCode(err)
+		return
+	}
+	if replicaID < 0 && b.mayBeStale() {
+		// A consumer sets its position from this answer (a reset, a
+		// start), and a stale leader's may be behind its successor's:
+		// its log start below a DeleteRecords the successor completed
+		// without it (it was fenced), its high watermark below offsets
+		// committed since. Refused as OffsetForLeaderEpoch is.
+		sp.ErrorCode = errorCode(replica.ErrNotLeader)
 		return
 	}
 	o := p.Offsets()

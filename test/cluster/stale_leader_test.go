@@ -19,14 +19,17 @@ import (
 
 // TestStaleLeaderSendsConsumersAway: a leader stopped (SIGSTOP) long
 // enough to be fenced is replaced, and the new leader commits records
-// beyond the old one's log end. The old leader is resumed while the two
+// beyond the old one's log end, and deletes offsets below 5 (DeleteRecords
+// does not wait for the fenced old leader). The old leader is resumed while the two
 // others are stopped in turn, so no heartbeat of its gets through and its
 // metadata still shows it leading the old epoch. Asked by a consumer for
 // an offset it does not hold, it must not answer OFFSET_OUT_OF_RANGE (the
 // consumer would reset its position and read the partition again from the
 // start, a history no broker that ever committed those records may show):
 // it answers NOT_LEADER_OR_FOLLOWER (naming no leader: its metadata would
-// name itself), to Fetch and to a consumer's OffsetForLeaderEpoch. Then
+// name itself), to Fetch, to a consumer's OffsetForLeaderEpoch, and to a
+// consumer's ListOffsets (its log start 0 would bring the deleted records
+// back, its high watermark is behind). Then
 // kcat (librdkafka) and a franz-go consumer start at that offset,
 // bootstrapped on the old leader only; once it has refused each at least
 // three times the others are resumed, and each must read the record at
@@ -67,7 +70,12 @@ func staleLeaderSendsConsumersAway(t *testing.T, onController bool) {
 	if base := produceDirect(t, c.Node(st.Leader), topic, 0, -1, values("b", 10)...); base != 10 {
 		t.Fatalf("second batch at offset %d on the new leader %d, want 10", base, st.Leader)
 	}
-	// Offsets 10-19 are committed; the old leader's log ends at 10.
+	// Offsets 10-19 are committed; the old leader's log ends at 10. And
+	// offsets below 5 are deleted: the old leader, fenced, is not waited
+	// for.
+	if got := deleteRecordsAt(t, c.Node(st.Leader), topic, 5, 60_000); got.ErrorCode != 0 || got.LowWatermark < 5 {
+		t.Fatalf("DeleteRecords below 5 on the new leader %d: %v, low watermark %d", st.Leader, kerr.ErrorForCode(got.ErrorCode), got.LowWatermark)
+	}
 	for _, id := range others {
 		pauseNode(t, c.Node(id))
 	}
@@ -85,6 +93,14 @@ func staleLeaderSendsConsumersAway(t *testing.T, onController bool) {
 	if sp := consumerEpochEnd(t, old, topic, st.LeaderEpoch); sp.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("consumer OffsetForLeaderEpoch(%d) on the stale leader %d: %v (epoch %d end %d), want NOT_LEADER_OR_FOLLOWER",
 			st.LeaderEpoch, leader, kerr.ErrorForCode(sp.ErrorCode), sp.LeaderEpoch, sp.EndOffset)
+	}
+	// Its log start (0) is below the deletion, its high watermark (10)
+	// below what is committed: a consumer would start or reset there.
+	for _, ts := range []int64{-2, -1} {
+		if sp := consumerListOffset(t, old, topic, ts); sp.ErrorCode != kerr.NotLeaderForPartition.Code {
+			t.Fatalf("consumer ListOffsets(%d) on the stale leader %d: %v (offset %d), want NOT_LEADER_OR_FOLLOWER",
+				ts, leader, kerr.ErrorForCode(sp.ErrorCode), sp.Offset)
+		}
 	}
 
 	// kcat (librdkafka) first, alone, so that every NOT_LEADER_OR_FOLLOWER
@@ -217,6 +233,27 @@ func consumerEpochEnd(t *testing.T, b *harness.Broker, topic string, epoch int32
 	r := resp.(*kmsg.OffsetForLeaderEpochResponse)
 	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
 		t.Fatalf("OffsetForLeaderEpoch answer shape: %d topics", len(r.Topics))
+	}
+	return r.Topics[0].Partitions[0]
+}
+
+// consumerListOffset asks b, as a consumer, for partition 0's offset at
+// timestamp ts (-2 earliest, -1 latest).
+func consumerListOffset(t *testing.T, b *harness.Broker, topic string, ts int64) kmsg.ListOffsetsResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.SetVersion(7)
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = 0, -1, ts
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, _ := b.Dial().Request(req)
+	r := resp.(*kmsg.ListOffsetsResponse)
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		t.Fatalf("ListOffsets answer shape: %d topics", len(r.Topics))
 	}
 	return r.Topics[0].Partitions[0]
 }
