@@ -325,8 +325,8 @@ func TestDurableLogStart(t *testing.T) {
 	written := l.syncStart
 	l.syncStart = func() error { return errors.New("injected checkpoint failure") }
 	inside := segs[1].base + 1
-	if _, err := l.DeleteRecordsBefore(inside); err == nil {
-		t.Fatal("DeleteRecordsBefore with a failing checkpoint: no error")
+	if _, err := l.DeleteRecordsBefore(inside); !errors.Is(err, ErrStorage) {
+		t.Fatalf("DeleteRecordsBefore with a failing checkpoint: %v, want ErrStorage (KAFKA_STORAGE_ERROR)", err)
 	}
 	if l.LogStartOffset() != inside || l.DurableLogStartOffset() != 0 {
 		t.Fatalf("after a failed checkpoint: start %d durable %d, want %d and 0", l.LogStartOffset(), l.DurableLogStartOffset(), inside)

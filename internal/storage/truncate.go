@@ -228,7 +228,9 @@ func (l *Log) DeleteRecordsBefore(offset int64) (newLogStart int64, err error) {
 	}
 	if l.syncStart != nil { // else a log of its own: nothing to write
 		if err := l.syncStart(); err != nil {
-			return start, fmt.Errorf("make log start %d of %s durable: %w", start, l.dir, err)
+			// ErrStorage: answered KAFKA_STORAGE_ERROR, as Kafka
+			// answers a write its log dir failed (a full disk).
+			return start, fmt.Errorf("make log start %d of %s durable: %w: %w", start, l.dir, ErrStorage, err)
 		}
 	}
 	l.startDurable(start)
@@ -264,7 +266,7 @@ func (l *Log) deleteRecordsBefore(offset int64) (start int64, pending bool, err 
 		l.scheduleDeletes(segs[:n], l.config())
 	}
 	if err := l.epochs.TruncateFromStart(offset); err != nil {
-		return offset, false, fmt.Errorf("truncate leader epochs of %s from %d: %w", l.dir, offset, err)
+		return offset, false, fmt.Errorf("truncate leader epochs of %s from %d: %w: %w", l.dir, offset, ErrStorage, err)
 	}
 	if segs[n].base == offset {
 		l.startDurable(offset)
