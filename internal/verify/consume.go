@@ -80,7 +80,7 @@ type member struct {
 
 // memberOpts are a group member's options; its rebalances are recorded
 // (the partitions each callback names: assigned, revoked or lost).
-func memberOpts(group string, topics []TopicInfo, rec *Recorder, proc string) []kgo.Opt {
+func memberOpts(group, protocol string, topics []TopicInfo, rec *Recorder, proc string) []kgo.Opt {
 	var names []string
 	for _, t := range topics {
 		names = append(names, t.Name)
@@ -95,7 +95,12 @@ func memberOpts(group string, topics []TopicInfo, rec *Recorder, proc string) []
 			}
 		}
 	}
-	return append(consumerOpts(),
+	opts := consumerOpts()
+	if protocol == GroupConsumer {
+		// KIP-848, with the coordinator's default assignor (uniform).
+		opts = append(opts, kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()))
+	}
+	return append(opts,
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(names...),
 		kgo.DisableAutoCommit(),
@@ -213,31 +218,42 @@ func partitionCommitErr(resp *kmsg.OffsetCommitResponse, topic string, p int32) 
 
 // finalRead reads every partition from its start to its end offset (the
 // high watermark, asked for once the cluster is healthy), recording the
-// reads as process "final".
+// reads as process "final". A partition deleted up to its end (the
+// deleter deletes what the consumers read) has nothing to read.
 func finalRead(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topics []TopicInfo, rec *Recorder, st *stats) error {
 	var names []string
 	for _, t := range topics {
 		names = append(names, t.Name)
 	}
-	var ends kadm.ListedOffsets
-	for {
-		var err error
-		ends, err = adm.ListEndOffsets(ctx, names...)
-		if err == nil {
-			err = ends.Error()
+	list := func(what string, f func(context.Context, ...string) (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
+		for {
+			l, err := f(ctx, names...)
+			if err == nil {
+				err = l.Error()
+			}
+			if err == nil {
+				return l, nil
+			}
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("final read: %s offsets: %w", what, err)
+			case <-time.After(500 * time.Millisecond):
+			}
 		}
-		if err == nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("final read: end offsets: %w", err)
-		case <-time.After(500 * time.Millisecond):
-		}
+	}
+	ends, err := list("end", adm.ListEndOffsets)
+	if err != nil {
+		return err
+	}
+	// Asked after the ends: a start is never past the end it is
+	// compared with.
+	starts, err := list("start", adm.ListStartOffsets)
+	if err != nil {
+		return err
 	}
 	want := map[tp]int64{}
 	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
+		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && s.Offset < o.Offset {
 			want[tp{o.Topic, o.Partition}] = o.Offset
 		}
 	})

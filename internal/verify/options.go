@@ -34,6 +34,12 @@ const (
 	FaultLose = "lose"
 )
 
+// Group protocols (--group-protocol).
+const (
+	GroupClassic  = "classic"  // JoinGroup/SyncGroup: the client assigns
+	GroupConsumer = "consumer" // KIP-848 ConsumerGroupHeartbeat: the coordinator assigns
+)
+
 // AllFaults are the kinds a safe run injects by default.
 var AllFaults = []string{FaultKill, FaultPause, FaultPartition, FaultOneWay, FaultTorn, FaultPower, FaultDiskFull, FaultController, FaultRestart, FaultMove}
 
@@ -55,11 +61,15 @@ type Options struct {
 	// its anomalies are reported, not held against the run.
 	Acks1 bool
 
-	Partitions    int32
-	Producers     int
-	Rate          int // sends per second, all producers together
-	Assigned      int // consumers of assigned partitions
-	GroupMembers  int
+	Partitions   int32
+	Producers    int
+	Rate         int // sends per second, all producers together
+	Assigned     int // consumers of assigned partitions
+	GroupMembers int
+	// GroupProtocol is the consumer group's protocol: "classic" (the
+	// default; the client assigns) or "consumer" (KIP-848; the
+	// coordinator assigns).
+	GroupProtocol string
 	Interval      time.Duration // from one fault's start to the next
 	FaultDuration time.Duration // how long each fault lasts before its heal
 	// DeleteInterval is how often the deleter deletes the head of a
@@ -99,6 +109,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Interval <= 0 {
 		o.Interval = 10 * time.Second
+	}
+	if o.GroupProtocol == "" {
+		o.GroupProtocol = GroupClassic
 	}
 	if o.DeleteInterval == 0 {
 		o.DeleteInterval = 5 * time.Second
@@ -141,6 +154,9 @@ func (o Options) validate() error {
 	}
 	if o.Overlap <= 1 && o.FaultDuration >= o.Interval {
 		return fmt.Errorf("a fault (%v) must be shorter than the interval between faults (%v), or let faults overlap (--overlap)", o.FaultDuration, o.Interval)
+	}
+	if o.GroupProtocol != GroupClassic && o.GroupProtocol != GroupConsumer {
+		return fmt.Errorf("--group-protocol: %q, want %s or %s", o.GroupProtocol, GroupClassic, GroupConsumer)
 	}
 	if o.Rate < o.Producers {
 		return fmt.Errorf("--rate %d: at least one send per second per producer (%d)", o.Rate, o.Producers)

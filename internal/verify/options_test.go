@@ -17,6 +17,8 @@ func TestValidateFaults(t *testing.T) {
 		{Options{Faults: []string{FaultLose}}, "needs --unsafe"},
 		{Options{Faults: []string{FaultCascade}}, "needs --nodes 5 or more"},
 		{Options{Faults: []string{FaultCascade}, Nodes: 5}, ""},
+		{Options{Faults: []string{FaultKill}, GroupProtocol: GroupConsumer}, ""},
+		{Options{Faults: []string{FaultKill}, GroupProtocol: "eager"}, `--group-protocol: "eager"`},
 	} {
 		err := c.o.withDefaults().validate()
 		switch {

@@ -163,6 +163,8 @@ type Meta struct {
 	Started  string      `json:"started"`
 	Attached bool        `json:"attached,omitempty"`
 	Skipped  []string    `json:"skipped,omitempty"` // faults asked for that could not be applied
+	// GroupProtocol is the consumer group's protocol (empty: classic).
+	GroupProtocol string `json:"groupProtocol,omitempty"`
 }
 
 // OK reports whether the run found no safety violation.

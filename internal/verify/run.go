@@ -105,11 +105,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	rec.Add(Op{F: FMeta, Type: TInfo, Proc: "verify", Meta: &Meta{
 		Seed: o.Seed, Nodes: len(e.ids), Unsafe: o.Unsafe, Faults: kinds, Topics: topics,
-		Started: start.UTC().Format(time.RFC3339), Attached: e.lc == nil, Skipped: skipped,
+		Started: start.UTC().Format(time.RFC3339), Attached: e.lc == nil, Skipped: skipped, GroupProtocol: o.GroupProtocol,
 	}})
 	e.obs.recordLeaders(rec.Add)
-	logf("workload on %s: %d producers, %d sends/s, %d assigned consumers, %d group members; faults: %v",
-		names(topics), o.Producers, o.Rate, o.Assigned, o.GroupMembers, kinds)
+	logf("workload on %s: %d producers, %d sends/s, %d assigned consumers, %d group members (%s protocol); faults: %v",
+		names(topics), o.Producers, o.Rate, o.Assigned, o.GroupMembers, o.GroupProtocol, kinds)
 
 	w, err := startWorkload(ctx, o, e, topics, rec, nem.st)
 	if err != nil {

@@ -116,7 +116,7 @@ func startWorkload(ctx context.Context, o Options, e *env, topics []TopicInfo, r
 	group := fmt.Sprintf("weir-verify-%d", o.Seed)
 	for i := range o.GroupMembers {
 		name := fmt.Sprintf("g%d", i+1)
-		cl, err := w.client(name, memberOpts(group, topics, rec, name)...)
+		cl, err := w.client(name, memberOpts(group, o.GroupProtocol, topics, rec, name)...)
 		if err != nil {
 			return nil, err
 		}

@@ -202,10 +202,12 @@ func TestVerifyCascade(t *testing.T) {
 // from the one before: a kill while a restarted node truncates and
 // catches up, a partition during the hand-over a SIGTERM began, a power
 // loss with another node down. Nothing acknowledged may be lost, the run
-// must go cleanly, and faults must in fact have overlapped.
+// must go cleanly, and faults must in fact have overlapped. The group is
+// a KIP-848 one (--group-protocol consumer): its coordinator moves with
+// the faults too.
 func TestVerifyOverlap(t *testing.T) {
 	res, output, code, _ := runVerify(t, 6*time.Minute, "--overlap", "2", "--interval", "3s", "--fault-duration", "7s",
-		"--faults", "kill,pause,partition,torn,power,restart", "--duration", "45s", "--seed", "2")
+		"--faults", "kill,pause,partition,torn,power,restart", "--duration", "45s", "--seed", "2", "--group-protocol", "consumer")
 	if code != 0 || !res.OK() {
 		t.Fatalf("exit %d, %d violations:\n%s", code, res.Violations, output)
 	}
