@@ -177,11 +177,7 @@ func (c *checker) op(op *Op) {
 	case FLeader:
 		c.leader(op)
 	case FDelete:
-		if op.Type == TOK {
-			at := tp{op.Topic, op.Partition}
-			c.deleted[at] = max(c.deleted[at], op.Offset)
-			c.deletes++
-		}
+		c.deleteOp(op)
 	case FLogStart:
 		c.logStart(op)
 	case FResources:
@@ -289,11 +285,8 @@ func (c *checker) poll(op *Op) {
 			s.readers++
 		}
 		c.observe(at, r.O, r.V, op.T, op.Proc, "read")
-		if op.Proc == "final" && r.O < c.deleted[at] && !c.resurrected[at] {
-			// The final read begins after every deletion completed.
-			c.resurrected[at] = true
-			c.anomaly(Anomaly{Kind: KResurrected, Topic: op.Topic, Partition: r.P, Offset: r.O, Value: r.V, T: op.T, Proc: op.Proc,
-				Detail: fmt.Sprintf("the final read returned offset %d, below %d, where a DeleteRecords had completed", r.O, c.deleted[at])})
+		if op.Proc == "final" {
+			c.finalRead(op, at, r)
 		}
 		if m, ok := c.maxRead[at]; !ok || r.O > m {
 			c.maxRead[at] = r.O
@@ -301,108 +294,6 @@ func (c *checker) poll(op *Op) {
 		c.known[at] = append(c.known[at], r.O)
 		byTP[at] = append(byTP[at], consumerRead{o: r.O, t: op.T})
 		c.firstRead(op, at, r.O)
-	}
-}
-
-// assigned notes, for the partitions a member was just assigned, the
-// offset its group had committed by then: the member starts from the
-// committed offset its coordinator gives it, and a commit completed
-// before the assignment began is one the coordinator must know. (In
-// either protocol no other member's commit of such a partition
-// completes between the two: a classic group refuses commits while it
-// rebalances, and a partition is assigned anew only once its last owner
-// revoked it, after the commit in its revoke callback.)
-func (c *checker) assigned(op *Op) {
-	f := c.floors[op.Proc]
-	if f == nil {
-		f = map[tp]int64{}
-		c.floors[op.Proc] = f
-	}
-	for _, p := range op.Owned {
-		at := tp{op.Topic, p}
-		delete(f, at)
-		if o, ok := c.committed[op.Group][at]; ok && op.Detail == "assigned" {
-			f[at] = o
-		}
-	}
-}
-
-// firstRead checks a member's first read of a partition since it was
-// assigned it against the group's commits completed before that.
-func (c *checker) firstRead(op *Op, at tp, o int64) {
-	floor, ok := c.floors[op.Proc][at]
-	if !ok {
-		return
-	}
-	delete(c.floors[op.Proc], at)
-	if o < floor {
-		c.anomaly(Anomaly{Kind: KStaleCommitRead, Topic: at.topic, Partition: at.p, Offset: o, T: op.T, Proc: op.Proc,
-			Detail: fmt.Sprintf("%s, assigned the partition, began at offset %d, though a commit of %d had completed before", op.Proc, o, floor)})
-	}
-}
-
-// logStart checks the log starts a ListOffsets (earliest) answered
-// against the deletions completed before it began.
-func (c *checker) logStart(op *Op) {
-	switch op.Type {
-	case TInvoke:
-		snap := map[tp]int64{}
-		for at, o := range c.deleted {
-			if at.topic == op.Topic {
-				snap[at] = o
-			}
-		}
-		c.deleting[op.Proc] = snap
-	case TOK:
-		snap := c.deleting[op.Proc]
-		delete(c.deleting, op.Proc)
-		for _, p := range sortedKeys(op.Offsets) {
-			at := tp{op.Topic, p}
-			if o := op.Offsets[p]; o < snap[at] {
-				c.anomaly(Anomaly{Kind: KResurrected, Topic: op.Topic, Partition: p, Offset: o, T: op.T, Proc: op.Proc,
-					Detail: fmt.Sprintf("log start %d, below %d, where a DeleteRecords had completed before this ListOffsets began", o, snap[at])})
-			}
-		}
-	default:
-		delete(c.deleting, op.Proc)
-	}
-}
-
-func (c *checker) commit(op *Op) {
-	groupTPs := func() map[tp]int64 {
-		g := c.committed[op.Group]
-		if g == nil {
-			g = map[tp]int64{}
-			c.committed[op.Group] = g
-		}
-		return g
-	}
-	switch op.Type {
-	case TInvoke:
-		g := groupTPs()
-		snap := map[tp]int64{}
-		for p := range op.Offsets {
-			if v, ok := g[tp{op.Topic, p}]; ok {
-				snap[tp{op.Topic, p}] = v
-			}
-		}
-		c.pending[op.Proc] = snap
-	case TOK:
-		c.commits++
-		g := groupTPs()
-		snap := c.pending[op.Proc]
-		delete(c.pending, op.Proc)
-		for _, p := range sortedKeys(op.Offsets) {
-			o := op.Offsets[p]
-			at := tp{op.Topic, p}
-			if before, ok := snap[at]; ok && o < before {
-				c.anomaly(Anomaly{Kind: KCommitBackwards, Topic: op.Topic, Partition: p, Offset: o, T: op.T, Proc: op.Proc,
-					Detail: fmt.Sprintf("group %s committed %d after a commit of %d had completed", op.Group, o, before)})
-			}
-			g[at] = max(g[at], o)
-		}
-	default:
-		delete(c.pending, op.Proc)
 	}
 }
 
