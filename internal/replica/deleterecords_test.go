@@ -6,22 +6,30 @@ import (
 	"testing"
 )
 
+// leaderOfTen is broker 1's replica leading replicas 1,2,3 with ISR {1, 2}
+// and 10 records, and fetchFrom(id, logStart), a fetch by follower id at
+// offset 10 that reports logStart.
+func leaderOfTen(t *testing.T) (*Partition, *proposals, func(id int32, logStart int64)) {
+	t.Helper()
+	p, _, props := leaderOf(t, []int32{1, 2}, 1)
+	if _, err := p.AppendAsLeader(batch(t, 10), 1); err != nil {
+		t.Fatal(err)
+	}
+	return p, props, func(id int32, logStart int64) {
+		t.Helper()
+		if _, _, err := p.ReadForFollower(FollowerFetch{ReplicaID: id, CurrentLeaderEpoch: -1, FetchOffset: 10, LogStartOffset: logStart, MaxBytes: 1 << 20}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestDeleteRecordsWaitsForLiveReplicas: a deletion is complete once the
 // leader and every follower on a live broker, or in the ISR or the ELR,
 // report a log start at or past its offset; a fenced broker's replica
 // outside both is not waited for; a follower's report wakes the waiters;
 // a lost leadership ends the wait.
 func TestDeleteRecordsWaitsForLiveReplicas(t *testing.T) {
-	p, _, props := leaderOf(t, []int32{1, 2}, 1)
-	if _, err := p.AppendAsLeader(batch(t, 10), 1); err != nil {
-		t.Fatal(err)
-	}
-	fetchFrom := func(id int32, logStart int64) {
-		t.Helper()
-		if _, _, err := p.ReadForFollower(FollowerFetch{ReplicaID: id, CurrentLeaderEpoch: -1, FetchOffset: 10, LogStartOffset: logStart, MaxBytes: 1 << 20}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p, props, fetchFrom := leaderOfTen(t)
 	fetchFrom(2, 0)
 	fetchFrom(3, -1) // an old fetch version: says nothing of its log start
 	target, epoch, err := p.DeleteRecordsBefore(6)
@@ -98,16 +106,7 @@ func TestDeleteRecordsWaitsForLiveReplicas(t *testing.T) {
 // fence was not waited for by DeleteRecords; elected before it took the
 // leader's start, it would serve deleted records again.
 func TestISRJoinWaitsForLogStart(t *testing.T) {
-	p, _, props := leaderOf(t, []int32{1, 2}, 1)
-	if _, err := p.AppendAsLeader(batch(t, 10), 1); err != nil {
-		t.Fatal(err)
-	}
-	fetchFrom := func(id int32, logStart int64) {
-		t.Helper()
-		if _, _, err := p.ReadForFollower(FollowerFetch{ReplicaID: id, CurrentLeaderEpoch: -1, FetchOffset: 10, LogStartOffset: logStart, MaxBytes: 1 << 20}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p, props, fetchFrom := leaderOfTen(t)
 	fetchFrom(2, 0) // the high watermark reaches 10
 	if _, _, err := p.DeleteRecordsBefore(6); err != nil {
 		t.Fatal(err)

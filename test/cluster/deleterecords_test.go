@@ -51,17 +51,7 @@ func TestDeleteRecordsSurvivesFailover(t *testing.T) {
 	proxies[leader-1].Resume(harness.BothWays)
 
 	// 2. An answered deletion, then the leader's loss.
-	adm := kadm.NewClient(c.Client())
-	offsets := kadm.Offsets{}
-	offsets.AddOffset(topic, 0, 70, -1)
-	dr, err := adm.DeleteRecords(harness.Ctx(t, opTimeout), offsets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, ok := dr.Lookup(topic, 0)
-	if !ok || d.Err != nil || d.LowWatermark < 70 {
-		t.Fatalf("DeleteRecords below 70: %+v (found %v)", d, ok)
-	}
+	deleteBelow(t, c, topic, 70)
 	c.Node(leader).Kill()
 	st := waitSeenBy(t, c, otherNodes(3, leader), topic, 0, 2*time.Minute, "a new leader", func(st harness.PartitionState) bool {
 		return st.Leader > 0 && st.Leader != leader
@@ -138,21 +128,28 @@ func TestDeleteRecordsWaitsForEligibleReplicas(t *testing.T) {
 
 	c.Node(2).Restart()
 	waitELR(t, c, topic, elrView{1, []int32{1, 2, 3}, []int32{}})
-	adm := kadm.NewClient(c.Client())
-	offsets := kadm.Offsets{}
-	offsets.AddOffset(topic, 0, 70, -1)
-	dr, err := adm.DeleteRecords(harness.Ctx(t, opTimeout), offsets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d, ok := dr.Lookup(topic, 0); !ok || d.Err != nil || d.LowWatermark < 70 {
-		t.Fatalf("DeleteRecords below 70: %+v (found %v)", d, ok)
-	}
+	deleteBelow(t, c, topic, 70)
 	c.Node(1).Kill()
 	st := waitSeenBy(t, c, otherNodes(3, 1), topic, 0, 2*time.Minute, "a new leader", func(st harness.PartitionState) bool {
 		return st.Leader > 1
 	})
 	checkLogStart(t, c, topic, st.Leader, 70)
+}
+
+// deleteBelow deletes partition 0 of topic below offset through
+// franz-go's admin client, which must answer a low watermark at or past
+// it.
+func deleteBelow(t *testing.T, c *harness.Cluster, topic string, offset int64) {
+	t.Helper()
+	offsets := kadm.Offsets{}
+	offsets.AddOffset(topic, 0, offset, -1)
+	dr, err := kadm.NewClient(c.Client()).DeleteRecords(harness.Ctx(t, opTimeout), offsets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := dr.Lookup(topic, 0); !ok || d.Err != nil || d.LowWatermark < offset {
+		t.Fatalf("DeleteRecords below %d: %+v (found %v)", offset, d, ok)
+	}
 }
 
 // deleteRecordsAt sends a DeleteRecords of partition 0 of topic below
