@@ -244,7 +244,12 @@ func (f *fetcher) applyData(s *sentPartition, rp *kmsg.FetchResponseTopicPartiti
 	if err := p.r.UpdateFollowerHW(p.epoch, rp.HighWatermark); err != nil {
 		return f.replicaFailed(p, fmt.Errorf("follow high watermark %d: %w", rp.HighWatermark, err), false)
 	}
-	if rp.LogStartOffset > fs.LogStart || fs.DurableLogStart < fs.LogStart {
+	// A log that cannot take writes (a full disk) cannot checkpoint a
+	// raised start either: it keeps reporting its durable one, which
+	// holds DeleteRecords back as a failed write would, and takes the
+	// leader's once it can write again, instead of failing (and logging)
+	// every fetch meanwhile.
+	if (rp.LogStartOffset > fs.LogStart || fs.DurableLogStart < fs.LogStart) && !p.cannotWrite.Load() {
 		if err := p.r.UpdateFollowerLogStart(p.epoch, rp.LogStartOffset); err != nil {
 			return f.replicaFailed(p, err, false)
 		}

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-project/weir/internal/storage/checkpoint"
 	"github.com/weir-project/weir/test/harness"
 )
 
@@ -119,6 +121,58 @@ func TestFullDiskLeaderHandsOver(t *testing.T) {
 	}
 	for _, topic := range topics {
 		waitSameLogs(t, c, topic, 0)
+	}
+}
+
+// TestFullDiskFollowerHoldsDeletion: a follower whose disk is full cannot
+// checkpoint a raised log start, and it is live, so a DeleteRecords waits
+// for it and is answered REQUEST_TIMED_OUT. It keeps reporting its
+// durable start without trying the write at every fetch (it once failed
+// the fetch, and logged it, every round). With room again it takes the
+// leader's start, writes it down and rejoins the ISR; the deletion then
+// completes, and node 3's own checkpoint holds the new start.
+func TestFullDiskFollowerHoldsDeletion(t *testing.T) {
+	disk := harness.MountTmpfs(t, 32)
+	c := harness.StartClusterDisk(t, 3, 3, disk.Dir, "replica.lag.time.max.ms=600000")
+	guardNodes(t, c)
+	const topic = "full-delete"
+	createAssignedTopic(t, c, topic, [][]int32{{1, 3, 2}}, minISR2())
+	produceSyncEach(t, acksAllProducer(c), topic, values("a", 100)...)
+	waitSameLogs(t, c, topic, 0)
+
+	since := logEnd(c.Node(3))
+	if _, err := disk.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	// Node 3 cannot append these: 8 KiB each, past the page its log's
+	// last write left room in.
+	big := values("b", 4)
+	for i := range big {
+		big[i] += strings.Repeat("x", 8<<10)
+	}
+	produceSyncEach(t, acksAllProducer(c), topic, big...)
+	c.WaitPartition(topic, 0, opTimeout, "node 3 out of the ISR", func(st harness.PartitionState) bool {
+		return st.Leader == 1 && !slices.Contains(st.ISR, 3)
+	})
+	if got := deleteRecordsAt(t, c.Node(1), topic, 50, 1500); got.ErrorCode != kerr.RequestTimedOut.Code || got.LowWatermark != -1 {
+		t.Fatalf("DeleteRecords with node 3's disk full: %v, low watermark %d; want REQUEST_TIMED_OUT, -1",
+			kerr.ErrorForCode(got.ErrorCode), got.LowWatermark)
+	}
+	if lines := logLines(c.Node(3), since, "follow leader log start"); len(lines) > 0 {
+		t.Fatalf("node 3 tried to raise its log start on a full disk:\n%s", strings.Join(lines, "\n"))
+	}
+
+	if err := disk.Free(); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFullISR(topic, 0, 2*time.Minute)
+	deleteBelow(t, c, topic, 50)
+	starts, err := checkpoint.ReadOffsets(filepath.Join(disk.Dir, "log-start-offset-checkpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := starts[checkpoint.TopicPartition{Topic: topic, Partition: 0}]; got < 50 {
+		t.Fatalf("node 3's log-start-offset-checkpoint says %d, want 50 or more", got)
 	}
 }
 
