@@ -130,6 +130,7 @@ log dir emptied (its metadata log kept), a restart.`,
 	f.IntVar(&o.Rate, "rate", 200, "sends per second, all producers together")
 	f.IntVar(&o.Assigned, "assigned-consumers", 2, "consumers reading every partition by assignment")
 	f.IntVar(&o.GroupMembers, "group-members", 2, "members of the consumer group")
+	f.DurationVar(&o.GroupChurn, "group-churn", 0, "group members leave after about this long (half to one and a half times), each replaced by a new one; 0: they stay")
 	f.StringVar(&o.GroupProtocol, "group-protocol", verify.GroupClassic, `the group's protocol: "classic" (the client assigns) or "consumer" (KIP-848, the coordinator assigns)`)
 	f.DurationVar(&o.DeleteInterval, "delete-interval", 5*time.Second, "how often a partition's head is deleted (DeleteRecords, below what every assigned consumer has read); negative: never")
 	f.DurationVar(&o.Interval, "interval", 10*time.Second, "from one fault's start to the next")

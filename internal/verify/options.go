@@ -66,6 +66,9 @@ type Options struct {
 	Rate         int // sends per second, all producers together
 	Assigned     int // consumers of assigned partitions
 	GroupMembers int
+	// GroupChurn makes group members leave after about this long, each
+	// replaced by a new member (0: members stay).
+	GroupChurn time.Duration
 	// GroupProtocol is the consumer group's protocol: "classic" (the
 	// default; the client assigns) or "consumer" (KIP-848; the
 	// coordinator assigns).

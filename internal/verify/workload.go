@@ -115,20 +115,48 @@ func startWorkload(ctx context.Context, o Options, e *env, topics []TopicInfo, r
 	}
 	group := fmt.Sprintf("weir-verify-%d", o.Seed)
 	for i := range o.GroupMembers {
-		name := fmt.Sprintf("g%d", i+1)
-		cl, err := w.client(name, memberOpts(group, o.GroupProtocol, topics, rec, name)...)
-		if err != nil {
-			return nil, err
-		}
-		w.consumers = append(w.consumers, cl)
-		m := &member{name: name, group: group, cl: cl, rec: rec, st: st}
+		s := &memberSlot{w: w, group: group, slot: i + 1, rng: rand.New(rand.NewPCG(uint64(o.Seed), uint64(0x6e0+i)))}
 		w.consWG.Add(1)
 		go func() {
 			defer w.consWG.Done()
-			m.run(w.consCtx)
+			s.run(w.consCtx)
 		}()
 	}
 	return w, nil
+}
+
+// memberSlot is one place in the consumer group: its member runs until
+// the workload stops, or, with --group-churn, leaves after a drawn time
+// (half to one and a half times the churn) and a new member, a new
+// process (g1, g1.1, g1.2, ...), joins in its place.
+type memberSlot struct {
+	w     *workload
+	group string
+	slot  int
+	rng   *rand.Rand
+}
+
+func (s *memberSlot) run(ctx context.Context) {
+	o := s.w.o
+	for gen := 0; ctx.Err() == nil; gen++ {
+		name := fmt.Sprintf("g%d", s.slot)
+		if gen > 0 {
+			name = fmt.Sprintf("g%d.%d", s.slot, gen)
+		}
+		cl, err := s.w.client(name, memberOpts(s.group, o.GroupProtocol, s.w.topics, s.w.rec, name)...)
+		if err != nil {
+			s.w.rec.Add(Op{F: FFault, Type: TInfo, Proc: name, Err: err.Error()})
+			return
+		}
+		mctx, leave := context.WithCancel(ctx)
+		if o.GroupChurn > 0 {
+			stay := o.GroupChurn/2 + time.Duration(s.rng.Int64N(int64(o.GroupChurn)))
+			time.AfterFunc(stay, leave)
+		}
+		(&member{name: name, group: s.group, cl: cl, rec: s.w.rec, st: s.w.st}).run(mctx)
+		leave()
+		cl.Close() // leaves the group: its partitions go to the others
+	}
 }
 
 // stopProducers stops new sends and waits (bounded, briefly in a hurry)
