@@ -203,11 +203,12 @@ func TestVerifyCascade(t *testing.T) {
 // catches up, a partition during the hand-over a SIGTERM began, a power
 // loss with another node down. Nothing acknowledged may be lost, the run
 // must go cleanly, and faults must in fact have overlapped. The group is
-// a KIP-848 one (--group-protocol consumer): its coordinator moves with
-// the faults too.
+// a KIP-848 one (--group-protocol consumer) whose members come and go
+// (--group-churn 8s): its coordinator moves with the faults, and its
+// partitions between members.
 func TestVerifyOverlap(t *testing.T) {
 	res, output, code, _ := runVerify(t, 6*time.Minute, "--overlap", "2", "--interval", "3s", "--fault-duration", "7s",
-		"--faults", "kill,pause,partition,torn,power,restart", "--duration", "45s", "--seed", "2", "--group-protocol", "consumer")
+		"--faults", "kill,pause,partition,torn,power,restart", "--duration", "45s", "--seed", "2", "--group-protocol", "consumer", "--group-churn", "8s")
 	if code != 0 || !res.OK() {
 		t.Fatalf("exit %d, %d violations:\n%s", code, res.Violations, output)
 	}
