@@ -124,6 +124,7 @@ log dir emptied (its metadata log kept), a restart.`,
 	f.StringVar(&faults, "faults", strings.Join(verify.AllFaults, ","), `faults to inject, comma-separated, or "none" (--unsafe: lose); also cascade, with --nodes 5 or more, and wipe`)
 	f.StringVar(&brokers, "brokers", "", "attach to these brokers (host:port,...) instead of starting a cluster")
 	f.BoolVar(&o.Unsafe, "unsafe", false, "acks=1, unclean leader election, min.insync.replicas=1: the checker must find loss")
+	f.IntVar(&o.MinInsync, "min-insync", 0, "min.insync.replicas of the topics (0: 2, or 1 with --unsafe); 3 (the replication factor): every fault that takes a replica out of the ISR holds acks=all sends and leaves eligible leader replicas (KIP-966)")
 	f.BoolVar(&o.Acks1, "acks1-topic", false, "also send with acks=1 to a second topic (reported, not judged)")
 	f.Int32Var(&o.Partitions, "partitions", 6, "partitions of the topic")
 	f.IntVar(&o.Producers, "producers", 4, "producers (each its own idempotent client)")

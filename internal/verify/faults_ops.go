@@ -29,17 +29,32 @@ const gracefulStop = 90 * time.Second
 // controlled shutdown hands its leaderships over and answers the
 // requests it holds first), and starts it again at the heal, as one step
 // of a rolling restart.
+//
+// One restart in three (drawn) composes the clean stop with a crash: the
+// partition's leader after the stop is killed (kill -9) as the node
+// returns (see heal). So the controller elects while the returning node
+// may still hold only the log and the log start it stopped with; with
+// --min-insync at the replication factor it left as an eligible leader
+// replica (KIP-966). An election of it, or an ISR that takes it in,
+// before it holds every acknowledged record and the log start of every
+// answered DeleteRecords, loses records or brings deleted ones back. The
+// leader restarts once another leads.
 type restartFault struct {
 	n    *nemesis
 	d    draws
 	node *localcluster.Node
+	at   tp
+	// leader is the partition's leader after the stop, to be killed as
+	// the node returns (nil: a plain restart).
+	leader *localcluster.Node
 }
 
 func (f *restartFault) start(ctx context.Context) (int32, string, error) {
-	id, what, err := f.n.target(ctx, f.d)
+	id, p, what, err := f.n.targetPart(ctx, f.d)
 	if err != nil {
 		return 0, "", err
 	}
+	f.at = tp{f.n.main.Name, p}
 	if f.node, err = f.n.running(id); err != nil {
 		return 0, "", err
 	}
@@ -48,11 +63,89 @@ func (f *restartFault) start(ctx context.Context) (int32, string, error) {
 		// The nemesis heals only faults that started: restart it here.
 		return 0, "", errors.Join(err, restart(ctx, f.node))
 	}
-	return id, fmt.Sprintf("SIGTERM of the %s (stopped in %v)", what, time.Since(began).Round(time.Millisecond)), nil
+	detail := fmt.Sprintf("SIGTERM of the %s (stopped in %v)", what, time.Since(began).Round(time.Millisecond))
+	if (f.d.pick>>8)%3 == 0 {
+		detail += "; " + f.markLeader(ctx, id)
+	}
+	return id, detail, nil
+}
+
+// markLeader holds the partition's leader after the stop, to be killed
+// at the heal, and says which it is. A partition left without another
+// leader, or whose leader is in another fault, gets a plain restart.
+func (f *restartFault) markLeader(ctx context.Context, stopped int32) string {
+	name := fmt.Sprintf("%s-%d", f.at.topic, f.at.p)
+	var st partState
+	if err := waitFor(ctx, 30*time.Second, func() bool {
+		var ok bool
+		st, ok = f.leaderOf(ctx)
+		return ok && st.Leader >= 0 && st.Leader != stopped
+	}); err != nil {
+		return fmt.Sprintf("no other leader of %s to kill at the heal (%v)", name, err)
+	}
+	node, err := f.n.running(st.Leader)
+	if err != nil {
+		return fmt.Sprintf("its leader, node %d, not to be killed at the heal: %v", st.Leader, err)
+	}
+	f.leader = node
+	return fmt.Sprintf("node %d, the leader of %s (ISR %s), to be killed as it returns", st.Leader, name, joinIDs(st.ISR))
+}
+
+// leaderOf is the partition's state in the newest view the nodes give.
+func (f *restartFault) leaderOf(ctx context.Context) (partState, bool) {
+	return partition(f.n.e.obs.views(ctx, f.n.e.ids, []string{f.at.topic}), f.at)
 }
 
 func (f *restartFault) heal(ctx context.Context) (string, error) {
-	return "restarted", restart(ctx, f.node)
+	if f.leader == nil {
+		return "restarted", restart(ctx, f.node)
+	}
+	// When the leader dies is drawn: just before the node starts, so
+	// that the node registers while the controller still counts the
+	// dead leader, and fetches from whoever is elected; or the moment it
+	// serves again (registered, unfenced, its fetchers just started),
+	// when it may have caught up or not.
+	before := (f.d.pick>>10)%2 == 0
+	when := "as it served"
+	if before {
+		when = "just before it started"
+	} else if err := restart(ctx, f.node); err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("%s-%d", f.at.topic, f.at.p)
+	if st, ok := f.leaderOf(ctx); !ok || st.Leader != f.leader.ID {
+		// Another fault moved the leadership meanwhile (--overlap).
+		if before {
+			if err := restart(ctx, f.node); err != nil {
+				return "", err
+			}
+		}
+		return fmt.Sprintf("restarted; node %d no longer leads %s (leader %d), not killed", f.leader.ID, name, st.Leader), nil
+	}
+	f.leader.Kill()
+	if before {
+		if err := restart(ctx, f.node); err != nil {
+			return "", errors.Join(err, restart(ctx, f.leader))
+		}
+	}
+	var st partState
+	elected := ""
+	if err := waitFor(ctx, 30*time.Second, func() bool {
+		var ok bool
+		st, ok = f.leaderOf(ctx)
+		return ok && st.Leader >= 0 && st.Leader != f.leader.ID
+	}); err != nil {
+		// Under --overlap the other replicas may be in faults of their
+		// own; the restart below ends the wait.
+		elected = fmt.Sprintf("no other leader within 30 s (%v)", err)
+	} else {
+		elected = fmt.Sprintf("node %d elected (ISR %s)", st.Leader, joinIDs(st.ISR))
+	}
+	if err := restart(ctx, f.leader); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("restarted; node %d, the leader of %s, killed -9 %s; %s; node %d restarted",
+		f.leader.ID, name, when, elected, f.leader.ID), nil
 }
 
 // moveFault reassigns the drawn partition (AlterPartitionReassignments)

@@ -351,6 +351,12 @@ func (n *nemesis) draw() draws {
 // target finds the node a fault hits: the leader of the drawn partition,
 // or one of its followers.
 func (n *nemesis) target(ctx context.Context, d draws) (int32, string, error) {
+	id, _, what, err := n.targetPart(ctx, d)
+	return id, what, err
+}
+
+// targetPart is target, and the partition of the main topic it aimed at.
+func (n *nemesis) targetPart(ctx context.Context, d draws) (int32, int32, string, error) {
 	vs := n.e.obs.views(ctx, n.e.ids, []string{n.main.Name})
 	// The drawn partition's, or where a fault in force holds that node
 	// or left the partition without a leader (Overlap), the next
@@ -359,13 +365,13 @@ func (n *nemesis) target(ctx context.Context, d draws) (int32, string, error) {
 		p := (d.part + k) % n.main.Partitions
 		id, what, err := n.targetIn(vs, p, d)
 		if err == nil && !n.isHeld(id) {
-			return id, what, nil
+			return id, p, what, nil
 		}
 		if err != nil && n.inForceCount() == 0 {
-			return 0, "", err
+			return 0, 0, "", err
 		}
 	}
-	return 0, "", fmt.Errorf("%w: no partition's drawn replica is free to act on", errHeld)
+	return 0, 0, "", fmt.Errorf("%w: no partition's drawn replica is free to act on", errHeld)
 }
 
 // activeController is the node most nodes name as the active controller

@@ -34,6 +34,10 @@ const (
 	FaultLose = "lose"
 )
 
+// replicationFactor is the topics' (fewer with fewer brokers, under
+// --brokers).
+const replicationFactor = 3
+
 // Group protocols (--group-protocol).
 const (
 	GroupClassic  = "classic"  // JoinGroup/SyncGroup: the client assigns
@@ -57,6 +61,12 @@ type Options struct {
 	// Unsafe: acks=1, unclean.leader.election.enable=true,
 	// min.insync.replicas=1. The checker must find loss.
 	Unsafe bool
+	// MinInsync is the topics' min.insync.replicas (0: 2; --unsafe: 1).
+	// At the replication factor, every fault that takes a replica out
+	// of the ISR takes it below its minimum: acks=all sends wait for
+	// the heal, and the replicas that leave cleanly become eligible
+	// leader replicas (KIP-966).
+	MinInsync int
 	// Acks1 also sends to a second topic with acks=1 (not idempotent);
 	// its anomalies are reported, not held against the run.
 	Acks1 bool
@@ -160,6 +170,12 @@ func (o Options) validate() error {
 	}
 	if o.GroupProtocol != GroupClassic && o.GroupProtocol != GroupConsumer {
 		return fmt.Errorf("--group-protocol: %q, want %s or %s", o.GroupProtocol, GroupClassic, GroupConsumer)
+	}
+	if o.MinInsync < 0 || o.MinInsync > replicationFactor {
+		return fmt.Errorf("--min-insync %d: between 1 and the replication factor, %d", o.MinInsync, replicationFactor)
+	}
+	if o.Unsafe && o.MinInsync > 1 {
+		return fmt.Errorf("--min-insync %d: --unsafe runs with 1", o.MinInsync)
 	}
 	if o.Rate < o.Producers {
 		return fmt.Errorf("--rate %d: at least one send per second per producer (%d)", o.Rate, o.Producers)

@@ -19,6 +19,11 @@ func TestValidateFaults(t *testing.T) {
 		{Options{Faults: []string{FaultCascade}, Nodes: 5}, ""},
 		{Options{Faults: []string{FaultKill}, GroupProtocol: GroupConsumer}, ""},
 		{Options{Faults: []string{FaultKill}, GroupProtocol: "eager"}, `--group-protocol: "eager"`},
+		{Options{Faults: []string{FaultKill}, MinInsync: 3}, ""},
+		{Options{Faults: []string{FaultKill}, MinInsync: 4}, "--min-insync 4: between 1 and the replication factor, 3"},
+		{Options{Faults: []string{FaultKill}, MinInsync: -1}, "--min-insync -1"},
+		{Options{Unsafe: true, MinInsync: 2}, "--min-insync 2: --unsafe runs with 1"},
+		{Options{Unsafe: true, MinInsync: 1}, ""},
 	} {
 		err := c.o.withDefaults().validate()
 		switch {

@@ -165,6 +165,9 @@ type Meta struct {
 	Skipped  []string    `json:"skipped,omitempty"` // faults asked for that could not be applied
 	// GroupProtocol is the consumer group's protocol (empty: classic).
 	GroupProtocol string `json:"groupProtocol,omitempty"`
+	// MinInsync is the topics' min.insync.replicas (0 in histories
+	// written before it was recorded).
+	MinInsync int `json:"minInsync,omitempty"`
 }
 
 // OK reports whether the run found no safety violation.

@@ -84,10 +84,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	topics := workloadTopics(o, e.lc == nil, start)
-	rf := min(3, len(e.ids))
+	rf := min(replicationFactor, len(e.ids))
 	minISR := min(2, rf)
-	if o.Unsafe {
+	switch {
+	case o.Unsafe:
 		minISR = 1
+	case o.MinInsync > rf:
+		return nil, fmt.Errorf("--min-insync %d: above the replication factor, %d (%d brokers)", o.MinInsync, rf, len(e.ids))
+	case o.MinInsync > 0:
+		minISR = o.MinInsync
 	}
 	adminCl, err := kgo.NewClient(kgo.SeedBrokers(e.bootstrap...))
 	if err != nil {
@@ -106,6 +111,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	rec.Add(Op{F: FMeta, Type: TInfo, Proc: "verify", Meta: &Meta{
 		Seed: o.Seed, Nodes: len(e.ids), Unsafe: o.Unsafe, Faults: kinds, Topics: topics,
 		Started: start.UTC().Format(time.RFC3339), Attached: e.lc == nil, Skipped: skipped, GroupProtocol: o.GroupProtocol,
+		MinInsync: minISR,
 	}})
 	e.obs.recordLeaders(rec.Add)
 	logf("workload on %s: %d producers, %d sends/s, %d assigned consumers, %d group members (%s protocol); faults: %v",
