@@ -94,7 +94,7 @@ td.nz { background: #fbd5d5; font-weight: 600; }
 .meta { color: #555; }
 </style></head><body>
 <h1>weir verify</h1>
-<p class="meta">seed {{.R.Meta.Seed}} · {{.R.Meta.Nodes}} nodes · {{f1 .R.Duration}} s · {{.R.Ops}} operations · started {{.R.Meta.Started}}{{if .R.Meta.Unsafe}} · <b>--unsafe</b> (acks=1, unclean leader election, min.insync.replicas=1){{end}}{{if .R.Meta.Attached}} · attached to running brokers{{end}}</p>
+<p class="meta">seed {{.R.Meta.Seed}} · {{.R.Meta.Nodes}} nodes · {{f1 .R.Duration}} s · {{.R.Ops}} operations · started {{.R.Meta.Started}}{{if .R.Meta.Unsafe}} · <b>--unsafe</b> (acks=1, unclean leader election, min.insync.replicas=1){{else if .R.Meta.MinInsync}} · min.insync.replicas {{.R.Meta.MinInsync}}{{end}}{{if .R.Meta.Attached}} · attached to running brokers{{end}}</p>
 <p>{{if .R.OK}}<span class="verdict ok">no safety violation</span>{{else}}<span class="verdict bad">{{.R.Violations}} safety violations</span>{{end}}
 &nbsp; faults injected: {{len .R.Faults}}{{if .FaultCount}} ({{.FaultCount}}){{end}}</p>
 {{range .R.Errors}}<p class="meta">run error: {{.}}</p>{{end}}

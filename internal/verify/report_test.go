@@ -57,3 +57,24 @@ func TestHTMLReport(t *testing.T) {
 		t.Error("a detail reached the page unescaped")
 	}
 }
+
+// TestReportsNameMinInsync: a run at another min.insync.replicas says so
+// in the summary and on the page, since its availability reads
+// differently (acks=all sends wait through every fault at 3).
+func TestReportsNameMinInsync(t *testing.T) {
+	h := newHist()
+	h.ops[0].Meta.MinInsync = 3
+	h.sent("p1", 0, 0, 0)
+	h.poll("final", rec(0, 0, "p1", 0))
+	res := Check(h.ops)
+	var text, page bytes.Buffer
+	WriteSummary(&text, res)
+	if err := WriteHTML(&page, res); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"summary": text.String(), "page": page.String()} {
+		if !strings.Contains(out, "min.insync.replicas 3") {
+			t.Errorf("the %s does not name min.insync.replicas 3:\n%s", name, out)
+		}
+	}
+}

@@ -45,6 +45,8 @@ func WriteSummary(w io.Writer, res *Result) {
 	fmt.Fprintf(w, "\nweir verify: seed %d, %d nodes, %.0f s, %d operations", res.Meta.Seed, res.Meta.Nodes, res.Duration, res.Ops)
 	if res.Meta.Unsafe {
 		fmt.Fprint(w, " (--unsafe)")
+	} else if res.Meta.MinInsync > 0 {
+		fmt.Fprintf(w, ", min.insync.replicas %d", res.Meta.MinInsync)
 	}
 	fmt.Fprintln(w)
 
