@@ -121,7 +121,7 @@ log dir emptied (its metadata log kept), a restart.`,
 	f.IntVar(&o.Nodes, "nodes", 3, "nodes of the local cluster")
 	f.DurationVar(&o.Duration, "duration", 5*time.Minute, "how long the workload and the faults run (longer if needed for each fault to strike once)")
 	f.Int64Var(&o.Seed, "seed", 1, "seed of the schedule and the values")
-	f.StringVar(&faults, "faults", strings.Join(verify.AllFaults, ","), `faults to inject, comma-separated, or "none" (--unsafe: lose); also cascade, with --nodes 5 or more, and wipe`)
+	f.StringVar(&faults, "faults", strings.Join(verify.AllFaults, ","), `faults to inject, comma-separated, or "none" (--unsafe: lose); also cascade (with --nodes 5 or more), wipe and slow`)
 	f.StringVar(&brokers, "brokers", "", "attach to these brokers (host:port,...) instead of starting a cluster")
 	f.BoolVar(&o.Unsafe, "unsafe", false, "acks=1, unclean leader election, min.insync.replicas=1: the checker must find loss")
 	f.IntVar(&o.MinInsync, "min-insync", 0, "min.insync.replicas of the topics (0: 2, or 1 with --unsafe); 3 (the replication factor): every fault that takes a replica out of the ISR holds acks=all sends and leaves eligible leader replicas (KIP-966)")

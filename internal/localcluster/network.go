@@ -43,9 +43,11 @@ type Network struct {
 	log *slog.Logger
 	wg  sync.WaitGroup
 
-	mu      sync.Mutex
-	cond    *sync.Cond       // broadcast on every change of cuts or conns
-	cuts    map[[2]int32]cut // by direction: {sender, receiver}
+	mu   sync.Mutex
+	cond *sync.Cond       // broadcast on every change of cuts or conns
+	cuts map[[2]int32]cut // by direction: {sender, receiver}
+	// delays are the slow links (Delay), by direction, as cuts.
+	delays  map[[2]int32]delay
 	conns   map[*pconn]struct{}
 	proxies []*proxy
 	closed  bool
@@ -88,6 +90,13 @@ type cut struct {
 // applies reports whether the cut stops connection pc.
 func (c cut) applies(pc *pconn) bool { return c.mode != 0 && !(c.dataOnly && pc.ctrl) }
 
+// delay is how long a slow link holds what it carries, and how many
+// Delay calls of it are not yet undone.
+type delay struct {
+	d    time.Duration
+	refs int
+}
+
 // pconn is one proxied connection.
 type pconn struct {
 	ctrl           bool // through a controller listener's proxy
@@ -100,7 +109,7 @@ type pconn struct {
 // newNetwork binds the proxies and points the nodes' advertised client and
 // controller addresses at them.
 func newNetwork(c *Cluster, logger *slog.Logger) (*Network, error) {
-	nw := &Network{c: c, log: logger, cuts: map[[2]int32]cut{}, conns: map[*pconn]struct{}{},
+	nw := &Network{c: c, log: logger, cuts: map[[2]int32]cut{}, delays: map[[2]int32]delay{}, conns: map[*pconn]struct{}{},
 		direct: map[string]*proxy{}, owned: map[string]int{}}
 	nw.cond = sync.NewCond(&nw.mu)
 	for _, n := range c.Nodes {
@@ -242,7 +251,53 @@ func (nw *Network) Heal() {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	clear(nw.cuts)
+	clear(nw.delays)
 	nw.cond.Broadcast()
+}
+
+// Delay makes the link between parties a and b slow, both ways: every
+// chunk a connection carries (what one read of the sender's bytes gave,
+// at most 32 KiB) is passed on d after the proxy read it, and the next
+// is read only then. So a request and its answer each take d longer,
+// and a connection moves at most 32 KiB per d each way: a congested or
+// distant link, not a lost one. Two Delays of one link hold for the
+// longer of the two until both are undone (Undelay).
+func (nw *Network) Delay(a, b int32, d time.Duration) {
+	if a == b || d <= 0 {
+		return
+	}
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	for _, dir := range [][2]int32{{a, b}, {b, a}} {
+		cur := nw.delays[dir]
+		nw.delays[dir] = delay{d: max(cur.d, d), refs: cur.refs + 1}
+	}
+}
+
+// Undelay undoes one Delay of the link between a and b.
+func (nw *Network) Undelay(a, b int32) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	for _, dir := range [][2]int32{{a, b}, {b, a}} {
+		cur, ok := nw.delays[dir]
+		if !ok {
+			continue
+		}
+		if cur.refs--; cur.refs > 0 {
+			nw.delays[dir] = cur
+		} else {
+			delete(nw.delays, dir)
+		}
+	}
+}
+
+// delayLocked is how long what sender sends on pc is held now.
+func (nw *Network) delayLocked(pc *pconn, sender int32) time.Duration {
+	dir := [2]int32{pc.from, pc.to}
+	if sender != pc.from {
+		dir = [2]int32{pc.to, pc.from}
+	}
+	return nw.delays[dir].d
 }
 
 // Cuts lists the links cut now, either way or both.
@@ -426,13 +481,18 @@ func (nw *Network) pump(pc *pconn, src, dst net.Conn) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			read := time.Now()
 			nw.mu.Lock()
 			ok := nw.waitPassLocked(pc, sender)
+			d := nw.delayLocked(pc, sender)
 			nw.mu.Unlock()
 			if !ok {
 				nw.closeConn(pc, true)
 				return
 			}
+			// A slow link: a delay is a few seconds at most, and a
+			// closed connection ends at the write below.
+			time.Sleep(time.Until(read.Add(d)))
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				nw.closeConn(pc, true)
 				return

@@ -367,3 +367,57 @@ func TestNetworkCutOneWay(t *testing.T) {
 		t.Fatalf("after the heal, the held request's echo: %q %v", line, err)
 	}
 }
+
+// TestNetworkDelay: a slow link passes every byte, each way d late; two
+// Delays of a link hold until both are undone; Heal ends them all. The
+// test asserts lower bounds only (a sleep never ends early), so a slow
+// machine cannot fail it.
+func TestNetworkDelay(t *testing.T) {
+	c, err := New(Config{Nodes: 1, Dir: t.TempDir(), Binary: "/bin/true", Proxied: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	n1 := c.Node(1)
+	echoNode(t, n1)
+	nw := c.Network()
+	conn, err := net.Dial("tcp", n1.ClientAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	client := newLineConn(conn, conn)
+	if err := client.roundTrip("before", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	const d = 300 * time.Millisecond
+	nw.Delay(Clients, 1, d)
+	nw.Delay(1, Clients, d/2)
+	began := time.Now()
+	if err := client.roundTrip("slow", 30*time.Second); err != nil {
+		t.Fatalf("through a slow link: %v", err)
+	}
+	if took := time.Since(began); took < 2*d {
+		t.Fatalf("a round trip through a link slowed by %v took %v, want at least %v", d, took, 2*d)
+	}
+	nw.Undelay(1, Clients)
+	nw.mu.Lock()
+	left := nw.delays[[2]int32{Clients, 1}]
+	nw.mu.Unlock()
+	if left.d != d || left.refs != 1 {
+		t.Fatalf("after one of two Undelays: %+v, want %v once", left, d)
+	}
+	nw.Undelay(Clients, 1)
+	nw.Delay(Clients, 1, d)
+	nw.Heal()
+	nw.mu.Lock()
+	n := len(nw.delays)
+	nw.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d slow directions after both Undelays and a Heal", n)
+	}
+	if err := client.roundTrip("after", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}

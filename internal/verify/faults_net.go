@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/weir-project/weir/internal/localcluster"
 )
@@ -102,4 +103,59 @@ func (f *oneWayFault) heal(context.Context) (string, error) {
 		f.n.e.nw.UncutOneWay(d[0], d[1])
 	}
 	return "network healed", nil
+}
+
+// slowFault slows the drawn node's links without cutting them: every
+// chunk it sends or is sent is passed on a drawn delay late (200 ms, 1 s
+// or 2.5 s), on its links to every other node and the clients, or to one
+// other node only. Nothing is lost and everything is late: a follower
+// still fetches but may fall behind replica.lag.time.max.ms and leave
+// the ISR while it does; heartbeats and Raft messages arrive late;
+// clients time out requests the node still serves, so producers retry
+// sends that may be written already (idempotence must keep one copy) and
+// a commit may land after its client gave up on it.
+type slowFault struct {
+	n     *nemesis
+	d     draws
+	links [][2]int32
+}
+
+// slowDelays are the delays a slow fault draws from: below, near and
+// past the clients' and the brokers' own timeouts' fractions.
+var slowDelays = []time.Duration{200 * time.Millisecond, time.Second, 2500 * time.Millisecond}
+
+func (f *slowFault) start(ctx context.Context) (int32, string, error) {
+	id, what, err := f.n.target(ctx, f.d)
+	if err != nil {
+		return 0, "", err
+	}
+	d := slowDelays[(f.d.pick>>4)%len(slowDelays)]
+	var others []int32
+	for _, o := range f.n.e.ids {
+		if o != id {
+			others = append(others, o)
+		}
+	}
+	if f.d.pick%2 == 1 {
+		other := others[(f.d.pick/2)%len(others)]
+		f.slow(id, other, d)
+		return id, fmt.Sprintf("the link of the %s to node %d slowed by %v", what, other, d), nil
+	}
+	for _, o := range append(others, localcluster.Clients) {
+		f.slow(id, o, d)
+	}
+	return id, fmt.Sprintf("every link of the %s (to every node and the clients) slowed by %v", what, d), nil
+}
+
+func (f *slowFault) slow(a, b int32, d time.Duration) {
+	f.n.e.nw.Delay(a, b, d)
+	f.links = append(f.links, [2]int32{a, b})
+}
+
+// heal undoes this fault's delays only.
+func (f *slowFault) heal(context.Context) (string, error) {
+	for _, l := range f.links {
+		f.n.e.nw.Undelay(l[0], l[1])
+	}
+	return "links at full speed", nil
 }

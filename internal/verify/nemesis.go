@@ -426,6 +426,8 @@ func (n *nemesis) plan(kind string) fault {
 		return &partitionFault{n: n, d: d}
 	case FaultOneWay:
 		return &oneWayFault{n: n, d: d}
+	case FaultSlow:
+		return &slowFault{n: n, d: d}
 	case FaultTorn:
 		return &killFault{n: n, d: d, torn: true}
 	case FaultPower:

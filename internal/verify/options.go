@@ -29,6 +29,9 @@ const (
 	// FaultWipe: kill -9, then the node's log dir emptied (a replaced
 	// data disk; the metadata log kept), then a restart.
 	FaultWipe = "wipe"
+	// FaultSlow: the links of a leader or a follower slowed (each chunk
+	// passed 200 ms, 1 s or 2.5 s late), not cut, then at full speed.
+	FaultSlow = "slow"
 	// FaultLose is --unsafe's own: acks=1 writes to a leader cut off from
 	// its followers, which is then killed. Loss is certain.
 	FaultLose = "lose"
@@ -43,6 +46,9 @@ const (
 	GroupClassic  = "classic"  // JoinGroup/SyncGroup: the client assigns
 	GroupConsumer = "consumer" // KIP-848 ConsumerGroupHeartbeat: the coordinator assigns
 )
+
+// byName are the kinds a run injects only when asked for by name.
+var byName = []string{FaultCascade, FaultWipe, FaultSlow, FaultLose}
 
 // AllFaults are the kinds a safe run injects by default.
 var AllFaults = []string{FaultKill, FaultPause, FaultPartition, FaultOneWay, FaultTorn, FaultPower, FaultDiskFull, FaultController, FaultRestart, FaultMove}
@@ -152,8 +158,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("--nodes: at least 3 (replication factor 3), not %d", o.Nodes)
 	}
 	for _, f := range o.Faults {
-		if !slices.Contains(AllFaults, f) && f != FaultLose && f != FaultCascade && f != FaultWipe {
-			return fmt.Errorf("--faults: unknown fault %q (known: %s, %s, %s, %s)", f, strings.Join(AllFaults, ","), FaultCascade, FaultWipe, FaultLose)
+		if !slices.Contains(AllFaults, f) && !slices.Contains(byName, f) {
+			return fmt.Errorf("--faults: unknown fault %q (known: %s, %s)", f, strings.Join(AllFaults, ","), strings.Join(byName, ","))
 		}
 		if f == FaultCascade && len(o.Brokers) == 0 && o.Nodes < cascadeNodes {
 			return fmt.Errorf("--faults: %s needs --nodes %d or more (the quorum must outlive two killed followers), not %d", FaultCascade, cascadeNodes, o.Nodes)

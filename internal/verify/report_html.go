@@ -17,7 +17,7 @@ func WriteHTML(w io.Writer, res *Result) error {
 		kinds[f.Fault] = true
 	}
 	var legend []legendItem
-	for _, k := range append(slices.Clone(AllFaults), FaultCascade, FaultWipe, FaultLose) {
+	for _, k := range append(slices.Clone(AllFaults), byName...) {
 		if kinds[k] {
 			legend = append(legend, legendItem{k, faultColor(k)})
 		}

@@ -17,6 +17,7 @@ var faultColors = map[string]string{
 	FaultPause:      "#a6c8f4",
 	FaultPartition:  "#f4d9a6",
 	FaultOneWay:     "#f4c08f",
+	FaultSlow:       "#e6d2b8",
 	FaultTorn:       "#d3a6f4",
 	FaultPower:      "#c9b38f",
 	FaultDiskFull:   "#a6f4c1",

@@ -210,14 +210,14 @@ func TestVerifyCascade(t *testing.T) {
 // once (--overlap 2), so each strikes while the cluster still recovers
 // from the one before: a kill while a restarted node truncates and
 // catches up, a partition during the hand-over a SIGTERM began, a power
-// loss with another node down. Nothing acknowledged may be lost, the run
+// loss with another node down, a slow link to a node that truncates. Nothing acknowledged may be lost, the run
 // must go cleanly, and faults must in fact have overlapped. The group is
 // a KIP-848 one (--group-protocol consumer) whose members come and go
 // (--group-churn 8s): its coordinator moves with the faults, and its
 // partitions between members.
 func TestVerifyOverlap(t *testing.T) {
 	res, output, code, _ := runVerify(t, 6*time.Minute, "--overlap", "2", "--interval", "3s", "--fault-duration", "7s",
-		"--faults", "kill,pause,partition,torn,power,restart", "--duration", "45s", "--seed", "2", "--group-protocol", "consumer", "--group-churn", "8s")
+		"--faults", "kill,pause,partition,torn,power,restart,slow", "--duration", "45s", "--seed", "2", "--group-protocol", "consumer", "--group-churn", "8s")
 	if code != 0 || !res.OK() {
 		t.Fatalf("exit %d, %d violations:\n%s", code, res.Violations, output)
 	}
@@ -232,9 +232,10 @@ func TestVerifyOverlap(t *testing.T) {
 		for _, b := range res.Faults[i+1:] {
 			if b.Start < a.End || a.End < 0 {
 				overlaps++
-				// A partition holds no process: it may cut a node
-				// another fault stops.
-				if a.Node == b.Node && a.Fault != verify.FaultPartition && b.Fault != verify.FaultPartition {
+				// A partition or a slow link holds no process: it
+				// may cut or slow a node another fault stops.
+				network := func(kind string) bool { return kind == verify.FaultPartition || kind == verify.FaultSlow }
+				if a.Node == b.Node && !network(a.Fault) && !network(b.Fault) {
 					t.Errorf("two faults on node %d at once: %+v and %+v", a.Node, a, b)
 				}
 				if a.Fault == verify.FaultPower && b.Fault == verify.FaultPower {
