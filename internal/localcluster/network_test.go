@@ -209,12 +209,7 @@ func TestNetworkCutsByOpener(t *testing.T) {
 		t.Cleanup(func() { conn.Close() })
 		return newLineConn(conn, conn).roundTrip(s, wait)
 	}
-	conn, err := net.Dial("tcp", n1.ClientAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	client := newLineConn(conn, conn)
+	client := dialLine(t, n1.ClientAddr)
 	if err := client.roundTrip("hello", wait); err != nil {
 		t.Fatalf("before any cut: %v", err)
 	}
@@ -325,26 +320,14 @@ func readLine(l *lineConn, wait time.Duration) (string, error) {
 // although the client's own bytes are held by then; those come through at
 // the heal.
 func TestNetworkCutOneWay(t *testing.T) {
-	c, err := New(Config{Nodes: 1, Dir: t.TempDir(), Binary: "/bin/true", Proxied: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	n1 := c.Node(1)
-	echoNode(t, n1)
-	nw := c.Network()
+	n1, nw := oneEchoNode(t)
 	const wait = 30 * time.Second
 
 	nw.CutOneWay(1, Clients)
 	if got := nw.Cuts(); len(got) != 1 || got[0] != [2]int32{Clients, 1} {
 		t.Fatalf("cuts %v", got)
 	}
-	conn, err := net.Dial("tcp", n1.ClientAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	client := newLineConn(conn, conn)
+	client := dialLine(t, n1.ClientAddr)
 	// No answer may come while node 1's bytes are held; a short wait
 	// shows it, as no wait would bring one.
 	if err := client.roundTrip("served", 300*time.Millisecond); !errors.Is(err, errTimeout) {
@@ -373,20 +356,8 @@ func TestNetworkCutOneWay(t *testing.T) {
 // test asserts lower bounds only (a sleep never ends early), so a slow
 // machine cannot fail it.
 func TestNetworkDelay(t *testing.T) {
-	c, err := New(Config{Nodes: 1, Dir: t.TempDir(), Binary: "/bin/true", Proxied: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	n1 := c.Node(1)
-	echoNode(t, n1)
-	nw := c.Network()
-	conn, err := net.Dial("tcp", n1.ClientAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	client := newLineConn(conn, conn)
+	n1, nw := oneEchoNode(t)
+	client := dialLine(t, n1.ClientAddr)
 	if err := client.roundTrip("before", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -420,4 +391,27 @@ func TestNetworkDelay(t *testing.T) {
 	if err := client.roundTrip("after", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// oneEchoNode is a proxied one-node cluster whose node is an echo server.
+func oneEchoNode(t *testing.T) (*Node, *Network) {
+	t.Helper()
+	c, err := New(Config{Nodes: 1, Dir: t.TempDir(), Binary: "/bin/true", Proxied: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	echoNode(t, c.Node(1))
+	return c.Node(1), c.Network()
+}
+
+// dialLine connects to addr, line by line, until the test ends.
+func dialLine(t *testing.T, addr string) *lineConn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return newLineConn(conn, conn)
 }

@@ -75,12 +75,8 @@ func (f *restartFault) start(ctx context.Context) (int32, string, error) {
 // leader, or whose leader is in another fault, gets a plain restart.
 func (f *restartFault) markLeader(ctx context.Context, stopped int32) string {
 	name := fmt.Sprintf("%s-%d", f.at.topic, f.at.p)
-	var st partState
-	if err := waitFor(ctx, 30*time.Second, func() bool {
-		var ok bool
-		st, ok = f.leaderOf(ctx)
-		return ok && st.Leader >= 0 && st.Leader != stopped
-	}); err != nil {
+	st, err := f.waitLeaderOtherThan(ctx, stopped)
+	if err != nil {
 		return fmt.Sprintf("no other leader of %s to kill at the heal (%v)", name, err)
 	}
 	node, err := f.n.running(st.Leader)
@@ -94,6 +90,18 @@ func (f *restartFault) markLeader(ctx context.Context, stopped int32) string {
 // leaderOf is the partition's state in the newest view the nodes give.
 func (f *restartFault) leaderOf(ctx context.Context) (partState, bool) {
 	return partition(f.n.e.obs.views(ctx, f.n.e.ids, []string{f.at.topic}), f.at)
+}
+
+// waitLeaderOtherThan waits up to 30 s for the partition to be led by a
+// node other than id.
+func (f *restartFault) waitLeaderOtherThan(ctx context.Context, id int32) (partState, error) {
+	var st partState
+	err := waitFor(ctx, 30*time.Second, func() bool {
+		var ok bool
+		st, ok = f.leaderOf(ctx)
+		return ok && st.Leader >= 0 && st.Leader != id
+	})
+	return st, err
 }
 
 func (f *restartFault) heal(ctx context.Context) (string, error) {
@@ -113,28 +121,25 @@ func (f *restartFault) heal(ctx context.Context) (string, error) {
 		return "", err
 	}
 	name := fmt.Sprintf("%s-%d", f.at.topic, f.at.p)
-	if st, ok := f.leaderOf(ctx); !ok || st.Leader != f.leader.ID {
-		// Another fault moved the leadership meanwhile (--overlap).
-		if before {
-			if err := restart(ctx, f.node); err != nil {
-				return "", err
-			}
-		}
-		return fmt.Sprintf("restarted; node %d no longer leads %s (leader %d), not killed", f.leader.ID, name, st.Leader), nil
+	// Another fault may have moved the leadership meanwhile (--overlap).
+	st, ok := f.leaderOf(ctx)
+	leads := ok && st.Leader == f.leader.ID
+	if leads {
+		f.leader.Kill()
 	}
-	f.leader.Kill()
 	if before {
 		if err := restart(ctx, f.node); err != nil {
-			return "", errors.Join(err, restart(ctx, f.leader))
+			if leads {
+				err = errors.Join(err, restart(ctx, f.leader))
+			}
+			return "", err
 		}
 	}
-	var st partState
+	if !leads {
+		return fmt.Sprintf("restarted; node %d no longer leads %s (leader %d), not killed", f.leader.ID, name, st.Leader), nil
+	}
 	elected := ""
-	if err := waitFor(ctx, 30*time.Second, func() bool {
-		var ok bool
-		st, ok = f.leaderOf(ctx)
-		return ok && st.Leader >= 0 && st.Leader != f.leader.ID
-	}); err != nil {
+	if st, err := f.waitLeaderOtherThan(ctx, f.leader.ID); err != nil {
 		// Under --overlap the other replicas may be in faults of their
 		// own; the restart below ends the wait.
 		elected = fmt.Sprintf("no other leader within 30 s (%v)", err)
